@@ -1,0 +1,74 @@
+"""One small error hierarchy.
+
+Every error a user can meet carries a one-line message that names the cause and the
+next step. Surfaces (magics, REST handlers) show ``str(error)`` and never a traceback
+for these; anything else is a bug and is shown as one.
+"""
+
+from __future__ import annotations
+
+
+class DDLError(Exception):
+    """Base of every error this package raises on purpose."""
+
+    #: what the REST layer answers with
+    http_status = 500
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        self.message = message
+        self.hint = hint
+        super().__init__(f"{message} ({hint})" if hint else message)
+
+
+class ValidationError(DDLError):
+    """A job description breaks a rule; ``problems`` lists every one of them."""
+
+    http_status = 400
+
+    def __init__(self, problems: list[str] | str) -> None:
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__("; ".join(self.problems))
+
+
+class CaptureError(DDLError):
+    """The cell cannot be shipped as it is (syntax error, a refused magic...)."""
+
+    http_status = 400
+
+
+class JobNotFound(DDLError):
+    http_status = 404
+
+
+class JobConflict(DDLError):
+    """A job of that name exists already."""
+
+    http_status = 409
+
+
+class BackendUnavailable(DDLError):
+    """The backend cannot be reached or is not installed/configured."""
+
+    http_status = 503
+
+
+class ResourceError(DDLError):
+    """The job asks for more than is there (GPUs, quota)."""
+
+    http_status = 422
+
+
+class PermissionDenied(DDLError):
+    http_status = 403
+
+
+class RegistryError(DDLError):
+    """Talking to an image registry failed."""
+
+    http_status = 502
+
+
+class ClusterError(DDLError):
+    """The Kubernetes API answered with an error we could not map to a better class."""
+
+    http_status = 502

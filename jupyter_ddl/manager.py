@@ -1,0 +1,156 @@
+"""The one job API every surface uses: magics, widgets, REST handlers, the sidebar.
+
+``JobManager`` validates a spec, hands it and its code bundle to the chosen backend,
+and forwards get/list/watch/logs/cancel/delete. No surface talks to a backend, the
+registry or Kubernetes directly.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+from .backends import Backend, backend_class, backend_names
+from .config import Config, load_config
+from .errors import BackendUnavailable, DDLError, JobNotFound
+from .models import CodeBundle, JobEvent, JobHandle, JobSpec, JobStatus, LogLine
+from .validation import validate
+
+
+class JobManager:
+    def __init__(
+        self, config: Config | None = None, backends: dict[str, Backend] | None = None
+    ) -> None:
+        self.config = config or load_config()
+        self._backends: dict[str, Backend] = dict(backends or {})
+        self._lock = threading.Lock()
+
+    # -- backends -------------------------------------------------------------
+    def backend(self, name: str | None = None) -> Backend:
+        name = name or self.config.backend
+        with self._lock:
+            if name not in self._backends:
+                self._backends[name] = backend_class(name)(config=self.config)
+            return self._backends[name]
+
+    def backend_names(self) -> list[str]:
+        return backend_names()
+
+    def _loaded_backends(self) -> list[Backend]:
+        out = []
+        for name in backend_names():
+            try:
+                out.append(self.backend(name))
+            except DDLError:
+                continue  # not installed / not reachable: listed as unavailable elsewhere
+        return out
+
+    # -- jobs -----------------------------------------------------------------
+    def submit(self, spec: JobSpec, bundle: CodeBundle) -> JobHandle:
+        """Validate, then start the job on ``spec.backend``. Raises ValidationError
+        (every problem listed), JobConflict, ResourceError, BackendUnavailable."""
+        validate(spec)
+        return self.backend(spec.backend).submit(spec, bundle)
+
+    def dry_run(self, spec: JobSpec, bundle: CodeBundle | None = None) -> str:
+        """The Kubeflow objects the job would create, as YAML documents."""
+        from .dryrun import render_yaml
+
+        validate(spec)
+        return render_yaml(spec, bundle)
+
+    def find(self, name: str, backend: str | None = None) -> Backend:
+        """The backend that knows job ``name``; raises JobNotFound."""
+        if backend:
+            return self.backend(backend)
+        candidates = [self.backend()] + [
+            b for b in self._loaded_backends() if b.name != self.config.backend
+        ]
+        for b in candidates:
+            try:
+                b.get(name)
+                return b
+            except JobNotFound:
+                continue
+            except BackendUnavailable:
+                continue
+        raise JobNotFound(f"no job named {name!r}", hint="`%ddl list` shows the jobs")
+
+    def get(self, name: str, backend: str | None = None) -> JobStatus:
+        return self.find(name, backend).get(name)
+
+    def list(self, *, backend: str | None = None, notebook: str | None = None) -> list[JobStatus]:
+        backends = [self.backend(backend)] if backend else self._loaded_backends()
+        jobs: list[JobStatus] = []
+        for b in backends:
+            try:
+                jobs.extend(b.list(notebook=notebook))
+            except BackendUnavailable:
+                continue
+        return sorted(jobs, key=lambda j: j.created or 0, reverse=True)
+
+    def watch(
+        self,
+        name: str,
+        *,
+        backend: str | None = None,
+        stop: threading.Event | None = None,
+        from_start: bool = True,
+    ) -> Iterator[JobEvent]:
+        return self.find(name, backend).watch(name, stop=stop, from_start=from_start)
+
+    def logs(
+        self,
+        name: str,
+        *,
+        backend: str | None = None,
+        replica: str | None = None,
+        offset: int = 0,
+        tail: int | None = None,
+        follow: bool = False,
+        stop: threading.Event | None = None,
+    ) -> Iterator[LogLine]:
+        return self.find(name, backend).logs(
+            name, replica=replica, offset=offset, tail=tail, follow=follow, stop=stop
+        )
+
+    def cancel(self, name: str, backend: str | None = None) -> JobStatus:
+        return self.find(name, backend).cancel(name)
+
+    def delete(self, name: str, backend: str | None = None) -> None:
+        self.find(name, backend).delete(name)
+
+    def spec(self, name: str, backend: str | None = None) -> JobSpec | None:
+        return self.find(name, backend).spec(name)
+
+    def wait(
+        self, name: str, *, backend: str | None = None, timeout: float | None = None
+    ) -> JobStatus:
+        """Block until the job finished (or ``timeout`` seconds passed); returns its status."""
+        b = self.find(name, backend)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = 0.1
+        while True:
+            status = b.get(name)
+            if status.state.finished:
+                return status
+            if deadline is not None and time.monotonic() >= deadline:
+                return status
+            time.sleep(delay)
+            delay = min(delay * 1.5, 1.0)
+
+    def close(self) -> None:
+        for b in self._backends.values():
+            b.close()
+
+
+_default: JobManager | None = None
+
+
+def default_manager() -> JobManager:
+    """The process-wide manager the magics and the server extension share."""
+    global _default
+    if _default is None:
+        _default = JobManager()
+    return _default

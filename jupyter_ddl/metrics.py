@@ -1,0 +1,86 @@
+"""Training metrics from log lines: one parser shared by every backend.
+
+Recognised, in order:
+1. ``report(**metrics)`` lines from the runtime shim: ``MARKER {"step": 3, "loss": 0.4}``;
+2. Keras progress lines: ``... - loss: 0.3412 - accuracy: 0.9010``;
+3. ``key=value`` pairs (``step=10 loss=0.52 lr=1e-3``) and ``key: value`` pairs
+   (``epoch: 2, loss: 0.61``) when at least one known metric name appears.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+#: must equal jupyter_ddl/runtime/ddl_runtime.py's marker (a test checks it)
+METRIC_MARKER = "@@ddl-metric@@"
+
+STEP_KEYS = ("step", "global_step", "iteration", "iter", "batch")
+EPOCH_KEYS = ("epoch",)
+KNOWN = {
+    "loss", "val_loss", "accuracy", "acc", "val_accuracy", "val_acc", "lr",
+    "learning_rate", "throughput", "samples_per_sec", "perplexity", "auc", "mse", "mae",
+    "top1", "top5", "grad_norm",
+}  # fmt: skip
+
+_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf"
+_PAIR = re.compile(rf"\b([A-Za-z_][\w./]*)\s*(?:=|:)\s*({_NUM})(?![\w.])", re.IGNORECASE)
+_KERAS = re.compile(r"\d+/\d+\s.*?-\s+\w+:\s")
+_EPOCH_SLASH = re.compile(r"\bEpoch\s+(\d+)/(\d+)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Metric:
+    values: dict[str, float]
+    step: int | None = None
+
+
+def parse_metric_line(line: str) -> Metric | None:
+    """Metrics found in one log line, or None."""
+    idx = line.find(METRIC_MARKER)
+    if idx >= 0:
+        return _from_report(line[idx + len(METRIC_MARKER) :])
+    pairs = {k.lower(): v for k, v in _PAIR.findall(line)}
+    if not pairs:
+        return None
+    known = {k: v for k, v in pairs.items() if _known(k)}
+    if not known:
+        return None
+    step = _int(pairs, STEP_KEYS) if not _KERAS.search(line) else None
+    if step is None:
+        step = _int(pairs, EPOCH_KEYS)
+    values = {k: float(v) for k, v in known.items()}
+    return Metric(values, step)
+
+
+def _known(key: str) -> bool:
+    base = key.split("/")[-1]
+    return base in KNOWN or base.startswith(("val_", "train_", "test_"))
+
+
+def _int(pairs: dict[str, str], keys: tuple[str, ...]) -> int | None:
+    for k in keys:
+        if k in pairs:
+            try:
+                return int(float(pairs[k]))
+            except ValueError:
+                return None
+    return None
+
+
+def _from_report(payload: str) -> Metric | None:
+    try:
+        data = json.loads(payload.strip())
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    step = data.pop("step", None)
+    values = {}
+    for k, v in data.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            values[str(k)] = float(v)
+    if not values:
+        return None
+    return Metric(values, int(step) if isinstance(step, (int, float)) else None)

@@ -1,0 +1,329 @@
+"""The plain data every part of the product passes around.
+
+``JobSpec`` says what to run, ``CodeBundle`` what code to ship, ``JobHandle`` how to
+find a submitted job again, ``JobStatus``/``ReplicaStatus`` where it stands, and
+``JobEvent`` is the one event type every backend streams (status, replica state, log
+line, metric, resource sample, waiting reason). No I/O here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class RestartPolicy(str, Enum):
+    NEVER = "Never"
+    ON_FAILURE = "OnFailure"
+    EXIT_CODE = "ExitCode"
+    ALWAYS = "Always"
+
+
+class CleanPodPolicy(str, Enum):
+    NONE = "None"
+    RUNNING = "Running"
+    ALL = "All"
+
+
+class JobState(str, Enum):
+    PENDING = "Pending"  # accepted, no replica started yet
+    CREATED = "Created"
+    RUNNING = "Running"
+    RESTARTING = "Restarting"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    CANCELLED = "Cancelled"
+
+    @property
+    def finished(self) -> bool:
+        return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+
+
+class ReplicaState(str, Enum):
+    PENDING = "Pending"
+    RUNNING = "Running"
+    RESTARTING = "Restarting"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    TERMINATED = "Terminated"  # stopped by us (cancel, or the job ended first)
+
+    @property
+    def finished(self) -> bool:
+        return self in (ReplicaState.SUCCEEDED, ReplicaState.FAILED, ReplicaState.TERMINATED)
+
+
+class EventKind(str, Enum):
+    STATUS = "status"  # job-level state changed
+    REPLICA = "replica"  # one replica's state changed
+    LOG = "log"  # one log line
+    METRIC = "metric"  # training metrics parsed from a log line / report()
+    RESOURCE = "resource"  # cpu/memory/gpu sample of a replica
+    WAITING = "waiting"  # why a replica waits (FailedScheduling, ImagePullBackOff, ...)
+
+
+# Roles use the operators' replica-type spelling (contract §1.1, §3, §4.1).
+ROLES = ("Chief", "Master", "Worker", "PS", "Evaluator", "Launcher", "Node")
+
+
+@dataclass
+class Resources:
+    """Per-replica resources. ``cpu``/``memory`` use Kubernetes quantities ("2", "4Gi")."""
+
+    cpu: str | None = None
+    memory: str | None = None
+    gpu: int = 0
+    gpu_resource: str = "nvidia.com/gpu"
+    tpu: int = 0
+    tpu_resource: str = "google.com/tpu"
+
+
+@dataclass
+class GangScheduling:
+    scheduler: str = "volcano"  # "volcano" | "scheduler-plugins"
+    queue: str | None = None
+    priority_class: str | None = None
+    min_available: int | None = None
+    schedule_timeout_seconds: int | None = None
+
+
+@dataclass
+class Toleration:
+    key: str | None = None
+    operator: str = "Equal"  # Equal | Exists
+    value: str | None = None
+    effect: str | None = None  # NoSchedule | PreferNoSchedule | NoExecute
+    toleration_seconds: int | None = None
+
+
+@dataclass
+class VolumeMount:
+    """A PersistentVolumeClaim mounted into every replica."""
+
+    claim_name: str
+    mount_path: str
+    name: str | None = None
+    read_only: bool = False
+    sub_path: str | None = None
+
+
+@dataclass
+class JobSpec:
+    """Framework-neutral description of one distributed job.
+
+    ``replicas`` maps operator role names ("Chief", "Worker", "PS", "Evaluator",
+    "Master", "Launcher") to counts; ``resources`` gives per-role resources and
+    ``default_resources`` applies to roles not named there.
+    """
+
+    name: str
+    strategy: str
+    replicas: dict[str, int] = field(default_factory=dict)
+    resources: dict[str, Resources] = field(default_factory=dict)
+    default_resources: Resources = field(default_factory=Resources)
+    image: str | None = None
+    command: list[str] | None = None  # overrides the generated entry command
+    env: dict[str, str] = field(default_factory=dict)
+    secret_env: list[str] = field(default_factory=list)  # names; values never in the spec
+    restart_policy: RestartPolicy | None = None  # None: the kind's default
+    backoff_limit: int | None = None
+    active_deadline_seconds: int | None = None
+    ttl_seconds_after_finished: int | None = None
+    clean_pod_policy: CleanPodPolicy | None = None  # None: Running (PS never exit)
+    gang: GangScheduling | None = None
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: list[Toleration] = field(default_factory=list)
+    volumes: list[VolumeMount] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    namespace: str | None = None
+    backend: str = "local"
+    backend_options: dict[str, Any] = field(default_factory=dict)
+    # torch
+    dist_backend: str | None = None  # gloo | nccl | mpi; None: nccl with GPUs else gloo
+    nproc_per_node: int | None = None  # > 1 launches torchrun inside each replica
+    target: str | None = None  # "TrainJob" to submit torch strategies to Trainer v2
+    runtime_ref: str | None = None  # TrainJob runtime name
+    # MPI
+    slots_per_worker: int = 1
+    # provenance
+    notebook: str | None = None
+    user: str | None = None
+
+    def resources_for(self, role: str) -> Resources:
+        return self.resources.get(role, self.default_resources)
+
+    @property
+    def total_replicas(self) -> int:
+        return sum(self.replicas.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(asdict(self))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JobSpec:
+        d = dict(data)
+        d["resources"] = {k: Resources(**v) for k, v in d.get("resources", {}).items()}
+        d["default_resources"] = Resources(**d.get("default_resources", {}))
+        d["gang"] = GangScheduling(**d["gang"]) if d.get("gang") else None
+        d["tolerations"] = [Toleration(**t) for t in d.get("tolerations", [])]
+        d["volumes"] = [VolumeMount(**v) for v in d.get("volumes", [])]
+        if d.get("restart_policy"):
+            d["restart_policy"] = RestartPolicy(d["restart_policy"])
+        if d.get("clean_pod_policy"):
+            d["clean_pod_policy"] = CleanPodPolicy(d["clean_pod_policy"])
+        return cls(**d)
+
+
+@dataclass
+class CodeBundle:
+    """The files shipped with a job, by relative path.
+
+    ``entrypoint`` is the file each replica runs; ``requirements`` come from the
+    cell's ``!pip install`` lines. The digest covers paths, contents and
+    requirements, so the same code always gives the same digest (and image tag).
+    """
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    entrypoint: str = "main.py"
+    requirements: list[str] = field(default_factory=list)
+    source_notebook: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        for path in sorted(self.files):
+            h.update(path.encode() + b"\0" + hashlib.sha256(self.files[path]).digest())
+        h.update(json.dumps([self.entrypoint, sorted(self.requirements)]).encode())
+        return "sha256:" + h.hexdigest()
+
+    @property
+    def short_digest(self) -> str:
+        return self.digest.split(":", 1)[1][:12]
+
+
+@dataclass
+class JobHandle:
+    """Enough to find a job again after a kernel restart."""
+
+    name: str
+    backend: str
+    namespace: str | None = None
+    created: float = field(default_factory=time.time)
+    notebook: str | None = None
+    code_digest: str | None = None
+
+
+@dataclass
+class ReplicaStatus:
+    role: str  # operator spelling, e.g. "Worker"
+    index: int
+    state: ReplicaState = ReplicaState.PENDING
+    restarts: int = 0
+    exit_code: int | None = None
+    signal: int | None = None
+    message: str | None = None  # waiting reason or failure summary
+    last_lines: list[str] = field(default_factory=list)
+    pid: int | None = None
+    pod: str | None = None
+
+    @property
+    def id(self) -> str:
+        """``worker-1``: the replica's name in logs and the UI (the operator's pod suffix)."""
+        return f"{self.role.lower()}-{self.index}"
+
+
+@dataclass
+class JobStatus:
+    name: str
+    backend: str
+    strategy: str
+    state: JobState
+    replicas: list[ReplicaStatus] = field(default_factory=list)
+    message: str | None = None
+    created: float | None = None
+    started: float | None = None
+    finished: float | None = None
+    namespace: str | None = None
+    notebook: str | None = None
+    code_digest: str | None = None
+    metrics: dict[str, float] = field(default_factory=dict)  # latest values
+
+    @property
+    def ready(self) -> int:
+        return sum(r.state == ReplicaState.RUNNING for r in self.replicas)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = _plain(asdict(self))
+        for r, rs in zip(d["replicas"], self.replicas, strict=True):
+            r["id"] = rs.id
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JobStatus:
+        d = dict(data)
+        d["state"] = JobState(d["state"])
+        reps = []
+        for r in d.get("replicas", []):
+            r = {k: v for k, v in r.items() if k != "id"}
+            r["state"] = ReplicaState(r["state"])
+            reps.append(ReplicaStatus(**r))
+        d["replicas"] = reps
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class LogLine:
+    replica: str  # "worker-1"
+    offset: int  # line number within that replica's log, from 0
+    text: str
+    time: float | None = None
+    stream: str = "stdout"
+
+
+@dataclass(frozen=True)
+class JobEvent:
+    """One item of a job's event stream; which fields are set depends on ``kind``."""
+
+    kind: EventKind
+    job: str
+    time: float = field(default_factory=time.time)
+    replica: str | None = None
+    status: JobStatus | None = None  # STATUS
+    replica_status: ReplicaStatus | None = None  # REPLICA
+    log: LogLine | None = None  # LOG
+    metrics: dict[str, float] | None = None  # METRIC / RESOURCE
+    step: int | None = None  # METRIC
+    message: str | None = None  # WAITING
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(asdict(self))
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do; surfaces hide what it cannot."""
+
+    gpus: int = 0
+    strategies: tuple[str, ...] = ()
+    cancel: bool = True
+    delete: bool = True
+    follow_logs: bool = True
+    resource_metrics: bool = False
+    image_build: bool = False
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+def _plain(value: Any) -> Any:
+    """asdict() output with enums as their values, ready for JSON."""
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
