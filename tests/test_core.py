@@ -68,8 +68,11 @@ def test_spec_and_status_round_trip():
         ('@@ddl-metric@@ {"step": 3, "loss": 0.5}', {"loss": 0.5}, 3),
         ("step=10 loss=0.52 lr=1e-3", {"loss": 0.52, "lr": 0.001}, 10),
         ("epoch: 2, loss: 0.61", {"loss": 0.61}, 2),
-        ("50/50 [====] - 1s 3ms/step - loss: 0.3412 - accuracy: 0.9010",
-         {"loss": 0.3412, "accuracy": 0.901}, None),  # fmt: skip
+        (
+            "50/50 [====] - 1s 3ms/step - loss: 0.3412 - accuracy: 0.9010",
+            {"loss": 0.3412, "accuracy": 0.901},
+            None,
+        ),  # fmt: skip
     ],
 )
 def test_metric_lines(line, values, step):
