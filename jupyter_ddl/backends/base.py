@@ -71,5 +71,5 @@ class Backend(ABC):
         """The spec the job was submitted with, where the backend kept it."""
         return None
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
         """Release connections and threads."""
