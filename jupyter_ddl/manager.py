@@ -58,16 +58,19 @@ class JobManager:
         from .dryrun import render_yaml
 
         validate(spec)
-        return render_yaml(spec, bundle)
+        return render_yaml(spec, bundle, config=self.config)
+
+    def _candidates(self) -> Iterator[Backend]:
+        # Lazily: the default backend usually knows the job, and loading the others
+        # (the kubernetes client) costs a second in every `%ddl` command.
+        yield self.backend()
+        yield from (b for b in self._loaded_backends() if b.name != self.config.backend)
 
     def find(self, name: str, backend: str | None = None) -> Backend:
         """The backend that knows job ``name``; raises JobNotFound."""
         if backend:
             return self.backend(backend)
-        candidates = [self.backend()] + [
-            b for b in self._loaded_backends() if b.name != self.config.backend
-        ]
-        for b in candidates:
+        for b in self._candidates():
             try:
                 b.get(name)
                 return b

@@ -1,0 +1,275 @@
+"""Training overhead: steps/s of a small DDP job under the product vs launched by hand.
+
+The same training cell runs twice per repeat, as 2 replicas over gloo:
+
+- **ours**: through the product's local backend (``JobManager.submit`` with a bundle
+  from ``jupyter_ddl.bundle.build_bundle``), exactly as a ``%%distribute`` cell would;
+- **by hand**: the same cell file started as two subprocesses with the PyTorchJob env
+  (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE) and a five-line teardown wrapper.
+
+Steps/s are measured inside the cell, after warm-up steps, so process start-up,
+imports and rendezvous are excluded: the figure is what the product costs while the
+job trains (log capture, the supervisor, resource sampling). The two variants run
+interleaved, in alternating order, so drift on a shared machine hits both alike.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from benchmarks.table import Row, summarize
+
+if TYPE_CHECKING:
+    from jupyter_ddl.manager import JobManager
+
+AREA = "training overhead"
+TARGET_RATIO = 0.95
+WORLD_SIZE = 2
+MARKER = "DDL_BENCH_STEPS_PER_S"
+_MARKER_RE = re.compile(MARKER + r" rank=(\d+) ([0-9.]+)")
+
+# One thread per rank: 2 ranks on a 2-core machine, and both variants get the same
+# setting whatever the launcher exports (torchrun would set OMP_NUM_THREADS=1 too).
+# The loss line every 10 steps is what real training prints; it makes the product's
+# log capture part of what is measured.
+CELL = """\
+import time
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+torch.set_num_threads(1)
+if not dist.is_initialized():
+    dist.init_process_group("gloo")
+torch.manual_seed(0)
+net = torch.nn.Sequential(
+    torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)
+)
+model = DistributedDataParallel(net)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x = torch.randn(64, 128)
+y = torch.randint(0, 10, (64,))
+
+
+def step():
+    opt.zero_grad()
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss
+
+
+for _ in range({warmup}):
+    step()
+dist.barrier()
+start = time.perf_counter()
+for i in range({steps}):
+    loss = step()
+    if i % 10 == 0:
+        print(f"step {{i}} loss {{loss.item():.4f}}", flush=True)
+dist.barrier()
+elapsed = time.perf_counter() - start
+print(f"{marker} rank={{dist.get_rank()}} {{{steps} / elapsed:.3f}}", flush=True)
+"""
+
+# What a careful user runs by hand around the same cell: the clean gloo teardown
+# from toolchain.md (a rank can otherwise abort at exit).
+BY_HAND_WRAPPER = """\
+import os, runpy, sys
+import torch.distributed as dist
+runpy.run_path(sys.argv[1], run_name="__main__")
+if dist.is_initialized():
+    dist.barrier()
+    dist.destroy_process_group()
+sys.stdout.flush(); sys.stderr.flush()
+os._exit(0)
+"""
+
+
+def cell_source(steps: int, warmup: int) -> str:
+    """The training cell both variants run."""
+    return CELL.format(steps=steps, warmup=warmup, marker=MARKER)
+
+
+def parse_steps_per_s(lines: list[str], world_size: int = WORLD_SIZE) -> float:
+    """The job's steps/s from its log lines: the slowest rank's figure (DDP ranks
+    move in lockstep, so the slowest one is the job's speed). Raises RuntimeError
+    when a rank did not report."""
+    by_rank: dict[int, float] = {}
+    for line in lines:
+        m = _MARKER_RE.search(line)
+        if m:
+            by_rank[int(m.group(1))] = float(m.group(2))
+    missing = sorted(set(range(world_size)) - set(by_rank))
+    if missing:
+        raise RuntimeError(f"ranks {missing} printed no {MARKER} line")
+    return min(by_rank.values())
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run_by_hand(workdir: Path, cell: str, *, timeout: float = 120.0) -> float:
+    """Start the cell as ``WORLD_SIZE`` subprocesses with the PyTorchJob env; steps/s."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "cell.py").write_text(cell)
+    (workdir / "by_hand.py").write_text(BY_HAND_WRAPPER)
+    port = free_port()
+    procs = []
+    for rank in range(WORLD_SIZE):
+        env = dict(
+            os.environ,
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=str(port),
+            RANK=str(rank),
+            WORLD_SIZE=str(WORLD_SIZE),
+        )
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, str(workdir / "by_hand.py"), str(workdir / "cell.py")],
+                env=env,
+                cwd=workdir,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,  # its own group, so a timeout kills it whole
+            )
+        )
+    deadline = time.monotonic() + timeout
+    outputs = []
+    try:
+        for p in procs:
+            out, _ = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
+            outputs.append(out)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"by-hand run exceeded {timeout:.0f} s") from None
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    for rank, (p, out) in enumerate(zip(procs, outputs, strict=True)):
+        if p.returncode != 0:
+            last = out.strip().splitlines()[-1:] or ["(no output)"]
+            raise RuntimeError(f"by-hand rank {rank} exited {p.returncode}: {last[0]}")
+    return parse_steps_per_s("\n".join(outputs).splitlines())
+
+
+def run_ours(manager: JobManager, cell: str, *, timeout: float = 120.0) -> float:
+    """Submit the cell as a torch-ddp job on the local backend; steps/s."""
+    from jupyter_ddl.bundle import build_bundle
+    from jupyter_ddl.models import JobSpec, JobState
+
+    name = f"bench-ddp-{uuid.uuid4().hex[:8]}"
+    spec = JobSpec(
+        name=name,
+        strategy="torch-ddp",
+        replicas={"Master": 1, "Worker": WORLD_SIZE - 1},
+        dist_backend="gloo",
+        backend="local",
+    )
+    manager.submit(spec, build_bundle(cell, notebook="benchmarks/training_overhead"))
+    try:
+        status = manager.wait(name, timeout=timeout)
+        if not status.state.finished:
+            raise RuntimeError(f"product run exceeded {timeout:.0f} s")
+        lines = [line.text for line in manager.logs(name)]
+        if status.state != JobState.SUCCEEDED:
+            last = lines[-1:] or [status.message or "(no output)"]
+            raise RuntimeError(f"product job ended {status.state.value}: {last[0]}")
+        return parse_steps_per_s(lines)
+    finally:
+        try:
+            manager.delete(name)  # cancels first if it still runs
+        except Exception:  # noqa: BLE001 - cleanup must not hide the real error
+            pass
+
+
+@contextmanager
+def _private_data_dir() -> Iterator[Path]:
+    """Benchmark jobs go to a throw-away data dir, never the user's job list."""
+    old = os.environ.get("JUPYTER_DDL_DATA_DIR")
+    with tempfile.TemporaryDirectory(prefix="ddl-bench-train-") as tmp:
+        os.environ["JUPYTER_DDL_DATA_DIR"] = tmp
+        try:
+            yield Path(tmp)
+        finally:
+            if old is None:
+                os.environ.pop("JUPYTER_DDL_DATA_DIR", None)
+            else:
+                os.environ["JUPYTER_DDL_DATA_DIR"] = old
+
+
+def run(
+    repeats: int = 5, quick: bool = False, steps: int | None = None, budget_s: float | None = None
+) -> list[Row]:
+    """Median steps/s under the product and by hand, interleaved; one row.
+
+    With ``budget_s`` it stops repeating early (after at least one pair) when another
+    pair might not fit in 80% of the budget: start-up costs swing with the machine's
+    load, and a row with fewer repeats beats no row."""
+    from jupyter_ddl.manager import JobManager
+
+    steps = steps or (150 if quick else 400)
+    warmup = 10 if quick else 30
+    cell = cell_source(steps, warmup)
+    ours: list[float] = []
+    hand: list[float] = []
+    t0, worst = time.monotonic(), 0.0
+    with _private_data_dir() as tmp:
+        manager = JobManager()
+        try:
+            for i in range(repeats):
+                pair_start = time.monotonic()
+                # Alternate who goes first so a load change mid-run hits both sides.
+                order = [("hand", hand), ("ours", ours)]
+                for kind, samples in order if i % 2 == 0 else order[::-1]:
+                    if kind == "hand":
+                        samples.append(run_by_hand(tmp / f"hand-{i}", cell))
+                    else:
+                        samples.append(run_ours(manager, cell))
+                worst = max(worst, time.monotonic() - pair_start)
+                # 1.5× the slowest pair so far: on a loaded machine one pair can take
+                # twice as long as the one before it.
+                if budget_s and time.monotonic() - t0 + 1.5 * worst > 0.8 * budget_s:
+                    break
+        finally:
+            manager.close()
+    ours_med, ours_rng = summarize(ours)
+    hand_med, hand_rng = summarize(hand)
+    ratio = ours_med / hand_med if hand_med else 0.0
+    return [
+        Row(
+            area=AREA,
+            measure=f"steps/s, torch-ddp 2 replicas gloo, {steps} steps, {len(ours)} runs",
+            ours=ours_med,
+            baseline=hand_med,
+            baseline_name="same script by hand",
+            target=f"≥ {TARGET_RATIO}× by hand",
+            passed=ratio >= TARGET_RATIO,
+            unit="steps/s",
+            ours_range=ours_rng,
+            baseline_range=hand_rng,
+        )
+    ]
+
+
+if __name__ == "__main__":
+    from benchmarks.table import render_text
+
+    print(render_text(run(repeats=int(sys.argv[1]) if len(sys.argv) > 1 else 3)))

@@ -1,0 +1,61 @@
+"""What the cluster offers: the job kinds it serves (so the strategies it can run),
+its allocatable GPUs, whether metrics.k8s.io answers. Unreachable: nothing offered."""
+
+from __future__ import annotations
+
+from ...config import Config
+from ...errors import DDLError
+from ...manifests import RESOURCES
+from ...models import Capabilities
+from ...strategies import CATALOG
+from .connection import Connection
+from .preflight import _gpus, split_api_version
+
+
+def served_kinds(conn: Connection) -> tuple[set[str], set[str]]:
+    """(job kinds served, group/versions served), from discovery."""
+    groups = conn.client("ApisApi").get_api_versions().groups or []
+    gvs = {v.group_version for g in groups for v in g.versions or []}
+    kinds = {k for k, (api_version, _) in RESOURCES.items() if api_version in gvs}
+    return kinds, gvs
+
+
+def capabilities(conn: Connection, cfg: Config) -> Capabilities:
+    from kubernetes.client import ApiException
+
+    try:
+        kinds, gvs = served_kinds(conn)
+    except (ApiException, DDLError, OSError) as e:
+        return Capabilities(strategies=(), detail={"reachable": False, "error": str(e)[:200]})
+    strategies = tuple(
+        s.name
+        for s in CATALOG.values()
+        if s.kind in kinds or (s.trainjob_runtime and "TrainJob" in kinds)
+    )
+    try:
+        nodes = conn.client("CoreV1Api").list_node().items
+        gpus = sum(_gpus(n.status.allocatable if n.status else None) for n in nodes)
+    except ApiException:
+        gpus = 0  # nodes are cluster-scoped; a notebook account rarely may list them
+    return Capabilities(
+        gpus=gpus,
+        strategies=strategies,
+        resource_metrics="metrics.k8s.io/v1beta1" in gvs,
+        image_build=bool(cfg.registry),
+        detail={
+            "reachable": True,
+            "namespace": conn.namespace,
+            "kinds": sorted(kinds),
+            "mpijob": next(
+                (
+                    v
+                    for v in ("kubeflow.org/v2beta1", "kubeflow.org/v1")
+                    if v in gvs and "MPIJob" in kinds
+                ),
+                None,
+            ),
+        },
+    )
+
+
+__all__ = ["capabilities", "served_kinds", "split_api_version"]

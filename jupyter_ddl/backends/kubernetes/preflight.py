@@ -1,0 +1,162 @@
+"""Checks before submit, each failing with one clear line: the job kind's CRD is
+served (discovery; MPIJob v1 and v2beta1 share a name), the service account may create
+it and read pods and their logs (SelfSubjectAccessReview), the image exists (when a
+registry is configured), and GPUs asked against allocatable capacity (a warning only).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...config import Config
+from ...errors import BackendUnavailable, PermissionDenied, RegistryError
+from .connection import Connection
+from .errors import crd_missing, from_api_exception
+
+#: (verb, group, resource, subresource) the backend needs besides creating the job
+POD_ACCESS = (
+    ("get", "", "pods", ""),
+    ("list", "", "pods", ""),
+    ("watch", "", "pods", ""),
+    ("get", "", "pods", "log"),
+)
+
+
+def split_api_version(api_version: str) -> tuple[str, str]:
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+def check_crd(conn: Connection, kind: str, api_version: str, plural: str) -> None:
+    """Raise BackendUnavailable naming the operator when ``kind`` is not served."""
+    from kubernetes.client import ApiException
+
+    group, version = split_api_version(api_version)
+    try:
+        groups = conn.client("ApisApi").get_api_versions().groups or []
+    except ApiException as e:
+        raise from_api_exception(e, action="reading the cluster's API groups") from e
+    served = {v.version for g in groups if g.name == group for v in g.versions or []}
+    if version not in served:
+        other = sorted(served)
+        err = crd_missing(kind, api_version)
+        if kind == "MPIJob" and other:  # same CRD name, other operator (contract §10.1)
+            raise BackendUnavailable(
+                f"the cluster serves MPIJob {group}/{', '.join(other)}, not {api_version}: "
+                "the training operator's MPIJob v1 is installed instead of the MPI operator",
+                hint=err.hint,
+            )
+        raise err
+    try:
+        resources = conn.client("CustomObjectsApi").get_api_resources(group, version)
+    except ApiException as e:
+        raise from_api_exception(
+            e, action=f"reading {api_version}", kind=kind, group_version=api_version
+        ) from e
+    if plural not in {r.name for r in (resources.resources or [])}:
+        raise crd_missing(kind, api_version)
+
+
+def access_checks(api_version: str, plural: str) -> list[tuple[str, str, str, str]]:
+    group, _ = split_api_version(api_version)
+    return [("create", group, plural, ""), *POD_ACCESS]
+
+
+def check_access(conn: Connection, api_version: str, plural: str) -> None:
+    """SelfSubjectAccessReview for every verb we need; names each one refused."""
+    from kubernetes import client
+    from kubernetes.client import ApiException
+
+    missing = []
+    for verb, group, resource, sub in access_checks(api_version, plural):
+        body = client.V1SelfSubjectAccessReview(
+            spec=client.V1SelfSubjectAccessReviewSpec(
+                resource_attributes=client.V1ResourceAttributes(
+                    namespace=conn.namespace,
+                    verb=verb,
+                    group=group,
+                    resource=resource,
+                    subresource=sub or None,
+                )
+            )
+        )
+        try:
+            review = conn.client("AuthorizationV1Api").create_self_subject_access_review(body)
+        except ApiException as e:
+            if e.status in (403, 404):  # cannot even ask: let the real calls tell
+                return
+            raise from_api_exception(e, action="checking permissions") from e
+        if not (review.status and review.status.allowed):
+            missing.append(f"{verb} {resource}{'/' + sub if sub else ''}")
+    if missing:
+        raise PermissionDenied(
+            f"the service account may not {', '.join(missing)} in namespace {conn.namespace}",
+            hint="ask an admin for a Role granting these verbs (Kubeflow: the profile's default-editor role)",
+        )
+
+
+def check_image(cfg: Config, image: str) -> None:
+    """When a registry is configured, the user's image must exist there."""
+    if not cfg.registry:
+        return
+    from ...image.credentials import CredentialStore
+    from ...image.reference import parse_reference
+    from ...image.registry import RegistryClient
+
+    ref = parse_reference(image)
+    insecure = {h.split("://", 1)[-1].rstrip("/") for h in cfg.insecure_registries}
+    reg = RegistryClient(
+        ref.api_host,
+        credentials=CredentialStore.from_docker_config(),
+        insecure=ref.api_host in insecure,
+        ca=cfg.registry_ca,
+        scopes=[f"repository:{ref.repository}:pull"],
+        retries=1,
+        timeout=15,
+    )
+    try:
+        if reg.head_manifest(ref.repository, ref.reference) is None:
+            raise RegistryError(
+                f"image {image} does not exist in {ref.api_host}",
+                hint="push it first or fix the image name; pods would wait in ImagePullBackOff",
+            )
+    finally:
+        reg.close()
+
+
+def gpu_warnings(conn: Connection, asked: dict[str, tuple[int, int]]) -> list[str]:
+    """``asked``: role -> (replicas, GPUs each). Warnings when no node or the cluster
+    as a whole has that many allocatable; [] when nodes cannot be read (RBAC)."""
+    from kubernetes.client import ApiException
+
+    if not any(g for _, g in asked.values()):
+        return []
+    try:
+        nodes = conn.client("CoreV1Api").list_node().items
+    except ApiException:
+        return []  # notebook service accounts usually cannot list nodes
+    per_node = [_gpus(n.status.allocatable if n.status else None) for n in nodes]
+    out = []
+    biggest, total = max(per_node, default=0), sum(per_node)
+    for role, (_n, g) in asked.items():
+        if g > biggest:
+            out.append(
+                f"{role} asks for {g} GPUs per replica but the largest node has {biggest} allocatable; its pods will stay Pending"
+            )
+    need = sum(n * g for n, g in asked.values())
+    if need > total:
+        out.append(
+            f"the job asks for {need} GPUs in all but the cluster has {total} allocatable; some pods will stay Pending"
+        )
+    return out
+
+
+def _gpus(allocatable: dict[str, Any] | None) -> int:
+    total = 0
+    for key, value in (allocatable or {}).items():
+        if key.endswith("/gpu"):
+            try:
+                total += int(str(value))
+            except ValueError:
+                continue
+    return total

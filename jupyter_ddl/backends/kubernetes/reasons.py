@@ -1,0 +1,103 @@
+"""Why a pod waits, in words a user can act on (pure, over camelCase pod/event dicts).
+
+FailedScheduling (e.g. ``Insufficient nvidia.com/gpu``), ImagePullBackOff/ErrImagePull,
+CrashLoopBackOff, OOMKilled, and a gang PodGroup that is not satisfied each become one
+WAITING message with the next step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_PULL = ("ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull")
+_CONFIG = ("CreateContainerConfigError", "CreateContainerError")
+
+#: event reasons worth showing (Warning events about our pods, PodGroup and job)
+EVENT_REASONS = {
+    "FailedScheduling",
+    "Unschedulable",  # volcano PodGroup
+    "NotEnoughResources",
+    "FailedMount",
+    "Failed",  # kubelet: image pull / start failures
+    "BackOff",
+    "ValidationError",  # mpi-operator refuses the job (contract §3.1)
+    "FailedCreate",
+    "Evicted",
+    "OOMKilling",
+}
+
+
+def _hint_for_schedule(message: str) -> str:
+    if "nvidia.com/gpu" in message or "gpu" in message.lower():
+        return "not enough free GPUs: ask for fewer, wait for others to finish, or add GPU nodes"
+    if "Insufficient cpu" in message or "Insufficient memory" in message:
+        return "not enough free CPU/memory: lower the job's requests"
+    if "taint" in message or "node affinity" in message or "selector" in message:
+        return "no node matches the job's node selector/tolerations"
+    if "persistentvolumeclaim" in message.lower():
+        return "a PVC the job mounts is missing or not bound"
+    return "the scheduler cannot place the pod yet"
+
+
+def pod_waiting(pod: dict[str, Any]) -> str | None:
+    """One line saying why this pod is not running, or None."""
+    status = pod.get("status") or {}
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+            msg = cond.get("message") or cond.get("reason") or "unschedulable"
+            return f"FailedScheduling: {msg} ({_hint_for_schedule(msg)})"
+    for cs in status.get("containerStatuses") or []:
+        waiting = (cs.get("state") or {}).get("waiting") or {}
+        reason = waiting.get("reason")
+        last = (cs.get("lastState") or {}).get("terminated") or {}
+        if reason in _PULL:
+            return f"{reason}: {waiting.get('message') or 'the image cannot be pulled'} (check the image name and the registry's pull secret)"
+        if reason == "CrashLoopBackOff":
+            why = f"last exit code {last.get('exitCode')}" + (
+                f", {last['reason']}" if last.get("reason") else ""
+            )
+            if last.get("reason") == "OOMKilled":
+                return f"OOMKilled: the container ran out of memory ({why}); raise the memory limit"
+            return f"CrashLoopBackOff: the container keeps crashing ({why}); see its last lines"
+        if reason in _CONFIG:
+            return f"{reason}: {waiting.get('message') or ''} (a ConfigMap/Secret the pod needs is missing?)".replace(
+                ":  (", ": ("
+            )
+        terminated = (cs.get("state") or {}).get("terminated") or {}
+        if terminated.get("reason") == "OOMKilled":
+            return "OOMKilled: the container ran out of memory; raise the memory limit"
+    return None
+
+
+def event_waiting(event: dict[str, Any]) -> str | None:
+    """A Warning event about our objects as one line, or None when it is noise."""
+    reason = event.get("reason") or ""
+    if event.get("type") != "Warning" or reason not in EVENT_REASONS:
+        return None
+    msg = (event.get("message") or "").strip()
+    obj = event.get("involvedObject") or {}
+    what = f"{(obj.get('kind') or '').lower()} {obj.get('name', '')}".strip()
+    if reason == "FailedScheduling":
+        return f"FailedScheduling ({what}): {msg} ({_hint_for_schedule(msg)})"
+    if obj.get("kind") == "PodGroup" or "gang" in msg or "PodGroup" in msg:
+        return f"gang scheduling not satisfied ({what}): {msg} (all replicas must fit at once: free resources or lower minAvailable)"
+    if reason == "ValidationError":
+        return f"the operator refused the job: {msg}"
+    return f"{reason} ({what}): {msg}"
+
+
+def podgroup_waiting(pg: dict[str, Any]) -> str | None:
+    """A PodGroup (volcano or scheduler-plugins) still pending, as one line."""
+    status = pg.get("status") or {}
+    phase = status.get("phase")
+    if phase not in ("Pending", "Inqueue", "Scheduling", None):
+        return None
+    min_member = (pg.get("spec") or {}).get("minMember")
+    scheduled = status.get("scheduled") or status.get("running") or 0
+    conds = [
+        c
+        for c in status.get("conditions") or []
+        if c.get("status") == "True" and c.get("type") == "Unschedulable"
+    ]
+    detail = conds[-1].get("message") if conds else f"{scheduled}/{min_member} replicas placed"
+    return f"gang scheduling not satisfied: PodGroup {pg.get('metadata', {}).get('name')} is {phase or 'Pending'} ({detail})"

@@ -1,0 +1,60 @@
+"""GPUs on this machine and their split across replicas.
+
+The operators set no ``CUDA_VISIBLE_DEVICES``: on a cluster each pod sees only the
+GPUs it was given. Local replicas share one host, so the backend partitions the
+GPUs itself: replica k gets its own disjoint slice, and a replica asking for none
+sees none (as a pod without a GPU limit would).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+
+from ...errors import ResourceError
+
+
+def detect_gpus() -> list[str]:
+    """GPU ids usable here: ``CUDA_VISIBLE_DEVICES`` if set, else what nvidia-smi lists.
+
+    Cheap on machines without NVIDIA tools (no subprocess, no torch import).
+    """
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [g.strip() for g in visible.split(",") if g.strip() and g.strip() != "-1"]
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return []
+    try:
+        out = subprocess.run(
+            [smi, "--query-gpu=index", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in out.splitlines() if line.strip().isdigit()]
+
+
+def assign_gpus(requests: Sequence[tuple[str, int]], available: Sequence[str]) -> dict[str, str]:
+    """Replica id -> ``CUDA_VISIBLE_DEVICES`` value, in request order, disjoint.
+
+    Raises ResourceError when the replicas ask for more GPUs than ``available``.
+    """
+    wanted = sum(n for _, n in requests)
+    if wanted > len(available):
+        who = ", ".join(f"{rid}: {n}" for rid, n in requests if n)
+        raise ResourceError(
+            f"the job asks for {wanted} GPUs ({who}) but this machine has {len(available)}",
+            hint="lower the GPU counts, or submit to a cluster backend",
+        )
+    out: dict[str, str] = {}
+    pos = 0
+    for rid, n in requests:
+        out[rid] = ",".join(available[pos : pos + n])
+        pos += n
+    return out

@@ -1,0 +1,135 @@
+"""What each local replica runs and with which environment (pure: no I/O).
+
+The environment is the operator's (``jupyter_ddl.contract.replica_env``) with the
+host names replaced by 127.0.0.1 and free ports, plus what a single shared host
+needs: a disjoint ``CUDA_VISIBLE_DEVICES`` slice, the requirements directory on
+``PYTHONPATH`` and the strategy name for the runtime shim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ... import contract
+from ...models import JobSpec
+from ...strategies import get_strategy
+
+STRATEGY_ENV = "JUPYTER_DDL_STRATEGY"  # read by runtime/ddl_runtime.py
+DIST_BACKEND_ENV = "JUPYTER_DDL_DIST_BACKEND"
+
+# Inherited variables that would confuse a replica about its place in the job: the
+# submitter may itself run under torchrun, mpirun or a TF cluster.
+_INHERITED_DROP_PREFIXES = ("PET_", "OMPI_", "PMIX_", "TORCHELASTIC_", "K_MPI_")
+_INHERITED_DROP = {
+    "TF_CONFIG", "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE", "GROUP_RANK", "CUDA_VISIBLE_DEVICES", "JUPYTER_DDL_STRATEGY",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One replica: ``argv`` None means it has no process of its own (an MPI worker,
+    whose ranks the launcher's mpirun starts)."""
+
+    role: str
+    index: int
+    argv: list[str] | None
+    env: dict[str, str]
+
+    @property
+    def rid(self) -> str:
+        return contract.rid(self.role, self.index)
+
+
+def inherited_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The submitter's environment minus anything that places a process in a job."""
+    return {
+        k: v
+        for k, v in environ.items()
+        if k not in _INHERITED_DROP and not k.startswith(_INHERITED_DROP_PREFIXES)
+    }
+
+
+def mpirun_argv(
+    spec: JobSpec, python: str, entry: str, hostfile: str, *, as_root: bool, env: Mapping[str, str]
+) -> list[str]:
+    """mpirun over the local hostfile, output tagged per rank so logs split by worker."""
+    ranks = contract.effective_replicas(spec).get("Worker", 1) * contract.mpi_slots(spec)
+    argv = ["mpirun", "--hostfile", hostfile, "-n", str(ranks), "--oversubscribe"]
+    argv += ["--tag-output", "--bind-to", "none"]
+    if as_root:
+        argv.append("--allow-run-as-root")
+    for name in ("MASTER_ADDR", "MASTER_PORT", "PYTHONPATH", STRATEGY_ENV, "PYTHONUNBUFFERED"):
+        if name in env:  # mpirun warns about exporting an unset name
+            argv += ["-x", name]
+    return argv + [python, "-u", entry]
+
+
+def replica_argv(spec: JobSpec, role: str, python: str, entry: str) -> list[str]:
+    """The command of a process replica (not MPI): python, or torchrun when a replica
+    runs several processes (nprocPerNode > 1, elastic, or a TrainJob)."""
+    if spec.command:
+        return list(spec.command)
+    strategy = get_strategy(spec.strategy)
+    torchrun = strategy.framework == "pytorch" and (
+        contract.nproc_per_node(spec) > 1
+        or strategy.launcher == "torchrun"
+        or contract.job_kind(spec) == "TrainJob"
+    )
+    if torchrun:  # torchrun reads the PET_* variables the operator injects (§2.2, §4.3)
+        return [python, "-m", "torch.distributed.run", entry]
+    return [python, "-u", entry]
+
+
+def plan(
+    spec: JobSpec,
+    *,
+    python: str,
+    entry: str,
+    hostfile: str,
+    endpoints: contract.Endpoints,
+    gpus: Mapping[str, str],
+    environ: Mapping[str, str],
+    pythonpath: str = "",
+    mpi_port: int = 0,
+    as_root: bool = False,
+) -> list[Launch]:
+    """Every replica's command and environment, in ``contract.replica_ids`` order."""
+    kind = contract.job_kind(spec)
+    base = inherited_env(environ)
+    out = []
+    for role, index in contract.replica_ids(spec):
+        rid = contract.rid(role, index)
+        env = {**base, **spec.env, **contract.replica_env(spec, role, index, endpoints)}
+        env.update(
+            PYTHONUNBUFFERED="1",
+            CUDA_VISIBLE_DEVICES=gpus.get(rid, ""),
+            JUPYTER_DDL_JOB=spec.name,
+            JUPYTER_DDL_REPLICA=rid,
+        )
+        env[STRATEGY_ENV] = spec.strategy
+        if spec.dist_backend:
+            env[DIST_BACKEND_ENV] = spec.dist_backend
+        if pythonpath:
+            env["PYTHONPATH"] = pythonpath + (
+                ":" + base["PYTHONPATH"] if base.get("PYTHONPATH") else ""
+            )
+        argv: list[str] | None
+        if kind == "MPIJob" and role == "Worker":
+            argv = None  # its ranks run under the launcher's mpirun
+        elif kind == "MPIJob":
+            env["OMPI_MCA_orte_default_hostfile"] = hostfile
+            env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(mpi_port))
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(
+                g for r, g in gpus.items() if r.startswith("worker-") and g
+            )
+            argv = (
+                list(spec.command)
+                if spec.command
+                else mpirun_argv(spec, python, entry, hostfile, as_root=as_root, env=env)
+            )
+        else:
+            argv = replica_argv(spec, role, python, entry)
+        out.append(Launch(role, index, argv, env))
+    return out

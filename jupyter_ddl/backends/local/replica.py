@@ -1,0 +1,194 @@
+"""One local replica's process: start it in its own process group, pump its stdout
+and stderr into the timestamped log file, and stop its whole process tree."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+import psutil
+
+from ...models import ReplicaState, RestartPolicy
+from .jobdir import format_log_line
+from .launch import Launch
+
+# Open MPI's --tag-output prefix: "[1,3]<stdout>:text" is rank 3's stdout.
+_MPI_TAG = re.compile(r"^\[\d+,(\d+)\]<(stdout|stderr)>:(.*)$")
+LAST_LINES = 20
+
+
+class Replica:
+    """A replica's log, state and (when it has one) current process."""
+
+    def __init__(
+        self, launch: Launch, log_path: Path, policy: RestartPolicy, on_line: Callable
+    ) -> None:
+        self.launch = launch
+        self.rid = launch.rid
+        self.policy = policy
+        self.state = ReplicaState.PENDING
+        self.restarts = 0
+        self.exit_code: int | None = None
+        self.signal: int | None = None
+        self.message: str | None = None
+        self.restart_at = 0.0
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.pid: int | None = None
+        self.last: deque[str] = deque(maxlen=LAST_LINES)
+        self.mpi_ranks: dict[int, Replica] = {}  # launcher only: rank -> worker replica
+        self._on_line = on_line
+        self._log = open(log_path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._lock = threading.Lock()
+        self._pumps: list[threading.Thread] = []
+
+    # -- logging -------------------------------------------------------------------
+    def write(self, stream: str, text: str) -> None:
+        with self._lock:
+            if self._log.closed:
+                return
+            self._log.write(format_log_line(time.time(), stream, text))
+            self._log.flush()
+            self.last.append(text)
+        self._on_line(self, text)
+
+    def note(self, text: str) -> None:
+        """A line from jupyter-ddl itself (restarts, stops), stream ``ddl``."""
+        self.write("ddl", text)
+
+    def _route(self, stream: str, text: str) -> None:
+        m = _MPI_TAG.match(text) if self.mpi_ranks else None
+        if m and int(m.group(1)) in self.mpi_ranks:
+            self.mpi_ranks[int(m.group(1))].write(m.group(2), m.group(3))
+        else:
+            self.write(stream, text)
+
+    def _pump(self, pipe: IO[bytes], stream: str) -> None:
+        for raw in iter(pipe.readline, b""):
+            text = raw.decode("utf-8", "replace").rstrip("\n")
+            # progress bars redraw with \r: keep each drawn state as its own line
+            parts = [p for p in text.split("\r") if p] if "\r" in text else [text]
+            for part in parts:
+                self._route(stream, part)
+        pipe.close()
+
+    # -- process -------------------------------------------------------------------
+    def start(self, cwd: str) -> None:
+        argv = self.launch.argv
+        assert argv is not None
+        self.exit_code = self.signal = None
+        self.message = None
+        try:
+            self.proc = subprocess.Popen(
+                argv,
+                env=self.launch.env,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,  # own process group: cancel kills the whole tree
+            )
+        except OSError as e:
+            self.note(f"cannot start {argv[0]}: {e}")
+            self.proc, self.pid, self.exit_code = None, None, 127
+            self.state = ReplicaState.FAILED
+            self.message = f"cannot start {argv[0]}: {e.strerror or e}"
+            return
+        self.pid = self.proc.pid
+        self.state = ReplicaState.RUNNING
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self._pumps = [
+            threading.Thread(target=self._pump, args=(self.proc.stdout, "stdout"), daemon=True),
+            threading.Thread(target=self._pump, args=(self.proc.stderr, "stderr"), daemon=True),
+        ]
+        for t in self._pumps:
+            t.start()
+
+    def poll(self) -> bool:
+        """True once, when the running process has ended (exit code/signal recorded)."""
+        if self.proc is None or self.state != ReplicaState.RUNNING:
+            return False
+        code = self.proc.poll()
+        if code is None:
+            return False
+        # children (torchrun's, mpirun's) may hold the pipes: don't wait for them forever
+        for t in self._pumps:
+            t.join(timeout=2.0)
+        self.exit_code, self.signal = (None, -code) if code < 0 else (code, None)
+        self.proc = None
+        return True
+
+    def stop(self, grace: float = 2.0) -> None:
+        """Stop the process tree (SIGTERM, then SIGKILL after ``grace`` seconds)."""
+        if self.proc is None:
+            return
+        kill_tree(self.proc.pid, grace)
+        try:
+            self.proc.wait(timeout=5)
+        except (subprocess.TimeoutExpired, ChildProcessError):
+            pass
+        for t in self._pumps:
+            t.join(timeout=1.0)
+        self.proc = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._log.close()
+
+
+def kill_tree(pid: int, grace: float = 2.0) -> None:
+    """SIGTERM the process group of ``pid`` and every descendant; SIGKILL what is left.
+
+    Descendants are collected first: a launcher (mpirun, torchrun) may have put its
+    children in other groups, and killing the parent first would orphan them.
+    """
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        procs = []
+    _killpg(pid, signal.SIGTERM)
+    for p in procs:
+        try:
+            p.terminate()
+        except psutil.Error:
+            pass
+    _, alive = psutil.wait_procs(procs, timeout=grace)
+    _killpg(pid, signal.SIGKILL)
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=2.0)
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def mpi_rank_pids(launcher_pid: int) -> dict[int, int]:
+    """Rank -> pid of the processes mpirun started (read from their environment)."""
+    out: dict[int, int] = {}
+    try:
+        children = psutil.Process(launcher_pid).children(recursive=True)
+    except psutil.Error:
+        return out
+    for child in children:
+        try:
+            rank = child.environ().get("OMPI_COMM_WORLD_RANK")
+        except psutil.Error:
+            continue
+        if rank is not None and rank.isdigit():
+            out.setdefault(int(rank), child.pid)
+    return out

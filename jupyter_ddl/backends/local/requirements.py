@@ -1,0 +1,69 @@
+"""A job's pip requirements, installed into a directory shared by every job that
+asks for the same requirements with the same interpreter (a cache keyed by both)."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from ...errors import DDLError
+
+
+def cache_key(requirements: Sequence[str], python: str) -> str:
+    """Same (sorted) requirements and interpreter -> same key."""
+    text = python + "\n" + "\n".join(sorted(r.strip() for r in requirements))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def install(
+    data_dir: Path, requirements: Sequence[str], python: str, log: Path, timeout: float = 900
+) -> Path:
+    """The directory holding ``requirements`` for ``python``, installing it on first use.
+
+    Raises DDLError naming the failing pip output line when pip fails.
+    """
+    root = data_dir / "requirements"
+    root.mkdir(parents=True, exist_ok=True)
+    key = cache_key(requirements, python)
+    target = root / key
+    if (target / ".complete").exists():
+        return target
+    with open(root / f"{key}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two jobs with the same needs install once
+        if (target / ".complete").exists():
+            return target
+        tmp = root / f"{key}.tmp{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        argv = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
+        argv += ["--target", str(tmp), *requirements]
+        with open(log, "ab") as out:
+            try:
+                rc = subprocess.run(
+                    argv, stdout=out, stderr=subprocess.STDOUT, timeout=timeout
+                ).returncode
+            except subprocess.TimeoutExpired:
+                rc = -1
+        if rc != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise DDLError(
+                f"installing requirements {' '.join(requirements)} failed: {_last_line(log)}",
+                hint="fix the `!pip install` line of the cell; setup.log in the job directory has pip's output",
+            )
+        shutil.rmtree(target, ignore_errors=True)
+        tmp.rename(target)
+        (target / ".complete").write_text("\n".join(requirements))
+    return target
+
+
+def _last_line(log: Path) -> str:
+    try:
+        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "no output"
+    errors = [ln for ln in lines if ln.startswith("ERROR")]
+    return (errors or lines or ["no output"])[-1][:300]

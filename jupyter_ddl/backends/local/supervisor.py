@@ -1,0 +1,311 @@
+"""The per-job supervisor: ``python -m jupyter_ddl.backends.local.supervisor JOBDIR``.
+
+Started by LocalBackend.submit in its own session, so it outlives the kernel. It
+installs requirements, reserves ports, starts every replica with the operator's
+environment, applies restartPolicy / backoffLimit / activeDeadlineSeconds as the
+operator does, decides the end state, and keeps ``status.json`` current. A SIGTERM
+(or the ``cancel`` file) cancels the job; every replica's process tree is stopped
+before the supervisor exits, so nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import psutil
+
+from ... import contract
+from ...errors import DDLError
+from ...metrics import parse_metric_line
+from ...models import JobState, JobStatus, ReplicaState, ReplicaStatus
+from ...strategies import get_strategy
+from . import gpus, launch, policy, ports, requirements
+from .jobdir import SUPERVISOR_PATH_ENV, JobDir, write_json
+from .replica import Replica, mpi_rank_pids
+
+TICK = 0.1
+STATUS_EVERY = 0.5  # seconds between status writes while only log lines change
+SUCCESS_GRACE = 5.0  # replicas still running when the job succeeded get this long to end
+
+
+class Supervisor:
+    def __init__(self, jobdir: JobDir) -> None:
+        self.jd = jobdir
+        self.spec = jobdir.spec()
+        self.kind = contract.job_kind(self.spec)
+        self.local = jobdir.local()
+        self.data_dir = jobdir.root.parent.parent
+        handle = jobdir.handle()
+        self.status = JobStatus(
+            name=self.spec.name,
+            backend="local",
+            strategy=self.spec.strategy,
+            state=JobState.PENDING,
+            replicas=[ReplicaStatus(r, i) for r, i in contract.replica_ids(self.spec)],
+            created=handle.created,
+            notebook=handle.notebook,
+            code_digest=handle.code_digest,
+        )
+        self.replicas: list[Replica] = []
+        self.stopping = False
+        self._dirty = True
+        self._written = 0.0
+
+    # -- status ----------------------------------------------------------------------
+    def on_line(self, replica: Replica, text: str) -> None:
+        m = parse_metric_line(text)
+        if m is not None:
+            self.status.metrics.update(m.values)
+
+    def write_status(self, force: bool = False) -> None:
+        now = time.time()
+        if not (force or self._dirty or now - self._written >= STATUS_EVERY):
+            return
+        if self.replicas:
+            self.status.replicas = [self._replica_status(r) for r in self.replicas]
+        self.jd.write_status(self.status)
+        self._dirty, self._written = False, now
+
+    def _replica_status(self, r: Replica) -> ReplicaStatus:
+        return ReplicaStatus(
+            role=r.launch.role,
+            index=r.launch.index,
+            state=r.state,
+            restarts=r.restarts,
+            exit_code=r.exit_code,
+            signal=r.signal,
+            message=r.message,
+            last_lines=list(r.last)[-10:],
+            pid=r.pid,
+        )
+
+    # -- setup -----------------------------------------------------------------------
+    def prepare(self) -> None:
+        python = self.local.get("python") or sys.executable
+        pythonpath = ""
+        reqs = self._requirements()
+        if reqs:
+            self.status.message = "installing requirements"
+            self.write_status(force=True)
+            pythonpath = str(requirements.install(self.data_dir, reqs, python, self.jd.setup_log))
+            self.status.message = None
+        ids = contract.replica_ids(self.spec)
+        reserved = ports.reserve(self.data_dir, self.spec.name, len(ids) + 1)
+        endpoints = contract.local_endpoints(self.spec, reserved[: len(ids)])
+        asked = [(contract.rid(r, i), self.spec.resources_for(r).gpu) for r, i in ids]
+        assigned = gpus.assign_gpus(asked, gpus.detect_gpus())
+        if self.kind == "MPIJob":
+            self.jd.hostfile.write_text(contract.mpi_hostfile(self.spec, endpoints, local=True))
+        launches = launch.plan(
+            self.spec,
+            python=python,
+            entry=str(self.jd.bundle_dir / "main.py"),
+            hostfile=str(self.jd.hostfile),
+            endpoints=endpoints,
+            gpus=assigned,
+            environ=_replica_environ(),
+            pythonpath=pythonpath,
+            mpi_port=reserved[-1],
+            as_root=os.geteuid() == 0,
+        )
+        for item in launches:
+            rpolicy = policy.restart_policy(self.kind, item.role, self.spec.restart_policy)
+            self.replicas.append(Replica(item, self.jd.log_path(item.rid), rpolicy, self.on_line))
+        launcher = next((r for r in self.replicas if r.launch.role == "Launcher"), None)
+        if launcher is not None and self.kind == "MPIJob":
+            workers = [r for r in self.replicas if r.launch.role == "Worker"]
+            slots = contract.mpi_slots(self.spec)
+            launcher.mpi_ranks = {
+                rank: workers[rank // slots] for rank in range(len(workers) * slots)
+            }
+
+    def _requirements(self) -> list[str]:
+        try:
+            text = self.jd.requirements_path.read_text()
+        except OSError:
+            return []
+        return [line.strip() for line in text.splitlines() if line.strip()]
+
+    # -- the loop --------------------------------------------------------------------
+    def run(self) -> None:
+        cwd = self.local.get("cwd") or str(self.jd.root)
+        if not os.path.isdir(cwd):
+            cwd = str(self.jd.root)
+        for r in self._processes():
+            r.start(cwd)
+        self.status.state = JobState.RUNNING
+        self.status.started = time.time()
+        self._dirty = True
+        while True:
+            now = time.time()
+            if self.stopping or self.jd.cancel_path.exists():
+                return self.finish(JobState.CANCELLED, "cancelled by the user")
+            if policy.deadline_passed(self.status.started, now, self.spec.active_deadline_seconds):
+                msg = f"{self.kind} {self.spec.name} was active longer than the specified deadline ({self.spec.active_deadline_seconds}s)"
+                return self.finish(JobState.FAILED, msg)
+            for r in self._processes():
+                if r.poll():
+                    self.on_exit(r)
+                elif r.state == ReplicaState.RESTARTING and now >= r.restart_at:
+                    r.start(cwd)
+                    self._dirty = True
+            self._mirror_mpi_workers()
+            outcome = policy.job_outcome(self.kind, self._states())
+            if outcome is not None:
+                return self.finish(
+                    outcome, self._failure_message() if outcome == JobState.FAILED else None
+                )
+            self.status.state = (
+                JobState.RESTARTING
+                if any(r.state == ReplicaState.RESTARTING for r in self.replicas)
+                else JobState.RUNNING
+            )
+            self.write_status()
+            time.sleep(TICK)
+
+    def _processes(self) -> list[Replica]:
+        return [r for r in self.replicas if r.launch.argv is not None]
+
+    def _states(self) -> dict[tuple[str, int], ReplicaState]:
+        return {(r.launch.role, r.launch.index): r.state for r in self.replicas}
+
+    def on_exit(self, r: Replica) -> None:
+        self._dirty = True
+        how = policy.describe_exit(r.exit_code, r.signal)
+        decision = policy.on_exit(r.policy, r.exit_code, r.signal)
+        ok = r.exit_code == 0 and r.signal is None
+        key = (r.launch.role, r.launch.index)
+        with_success = {**self._states(), key: ReplicaState.SUCCEEDED}
+        # Always restarts even a success, unless that success has finished the job
+        if (
+            decision == policy.Exit.RESTART
+            and ok
+            and (policy.job_outcome(self.kind, with_success) == JobState.SUCCEEDED)
+        ):
+            decision = policy.Exit.SUCCEEDED
+        if decision == policy.Exit.SUCCEEDED:
+            r.state = ReplicaState.SUCCEEDED
+            return
+        r.message = how
+        if decision == policy.Exit.FAILED:
+            r.state = ReplicaState.FAILED
+            r.note(f"{r.rid} ended with {how}; restartPolicy {r.policy.value}: not restarted")
+            return
+        total = sum(x.restarts for x in self.replicas)
+        if policy.backoff_exceeded(total, self.spec.backoff_limit):
+            r.state = ReplicaState.FAILED
+            self.status.message = f"{self.kind} {self.spec.name} has failed because it has reached the specified backoff limit ({self.spec.backoff_limit})"
+            r.note(f"{r.rid} ended with {how}; backoff limit {self.spec.backoff_limit} reached")
+            return
+        r.state = ReplicaState.RESTARTING
+        r.restart_at = time.time() + policy.backoff_delay(r.restarts)
+        r.restarts += 1
+        r.note(f"{r.rid} ended with {how}; restart {r.restarts} (restartPolicy {r.policy.value})")
+
+    def _mirror_mpi_workers(self) -> None:
+        # Local MPI workers are the ranks of the launcher's mpirun: they share its state.
+        launcher = next((r for r in self.replicas if r.mpi_ranks), None)
+        if launcher is None:
+            return
+        if launcher.state == ReplicaState.RUNNING and launcher.pid:
+            for rank, pid in mpi_rank_pids(launcher.pid).items():
+                launcher.mpi_ranks[rank].pid = pid
+        for w in set(launcher.mpi_ranks.values()):
+            w.restarts = launcher.restarts
+            if w.state != launcher.state and launcher.state != ReplicaState.FAILED:
+                w.state = launcher.state
+                self._dirty = True
+
+    def _failure_message(self) -> str:
+        failed = [r for r in self.replicas if r.state == ReplicaState.FAILED]
+        if not failed:
+            return self.status.message or "failed"
+        r = failed[0]
+        tail = " | ".join(line for line in list(r.last)[-3:] if not line.startswith(r.rid))
+        base = self.status.message or f"{self.kind} {self.spec.name} failed"
+        return f"{base}: {r.rid} ended with {r.message}" + (f"; last lines: {tail}" if tail else "")
+
+    # -- the end ---------------------------------------------------------------------
+    def finish(self, state: JobState, message: str | None) -> None:
+        if state == JobState.SUCCEEDED:
+            self._grace()
+        for r in self._processes():
+            if r.proc is not None:
+                r.note(f"{r.rid} stopped: the job is {state.value.lower()}")
+                r.stop()
+                r.state, r.pid = ReplicaState.TERMINATED, None
+            elif not r.state.finished:
+                r.state = ReplicaState.TERMINATED
+        final = {JobState.SUCCEEDED: ReplicaState.SUCCEEDED, JobState.FAILED: ReplicaState.FAILED}
+        for r in self.replicas:
+            if r.launch.argv is None:  # MPI workers end with their launcher
+                r.state = final.get(state, ReplicaState.TERMINATED)
+                r.pid = None
+            r.close()
+        self.status.state, self.status.message = state, message
+        self.status.finished = time.time()
+        self.write_status(force=True)
+
+    def _grace(self) -> None:
+        """Let replicas that run the cell end on their own (servers are stopped at once)."""
+        strategy = get_strategy(self.spec.strategy)
+        servers = {"PS"} | ({"Worker"} if strategy.name == "tf-parameter-server" else set())
+        deadline = time.time() + SUCCESS_GRACE
+        while time.time() < deadline and not self.stopping:
+            waiting = [
+                r for r in self._processes() if r.proc is not None and r.launch.role not in servers
+            ]
+            if not waiting:
+                return
+            for r in waiting:
+                if r.poll():
+                    ok = r.exit_code == 0 and r.signal is None
+                    r.state = ReplicaState.SUCCEEDED if ok else ReplicaState.FAILED
+                    r.message = None if ok else policy.describe_exit(r.exit_code, r.signal)
+            time.sleep(TICK)
+
+
+def _replica_environ() -> dict[str, str]:
+    """The submitter's environment, minus the import path added only for us."""
+    env = dict(os.environ)
+    ours = env.pop(SUPERVISOR_PATH_ENV, None)
+    if ours and env.get("PYTHONPATH"):
+        rest = [p for p in env["PYTHONPATH"].split(os.pathsep) if p != ours]
+        env["PYTHONPATH"] = os.pathsep.join(rest)
+        if not rest:
+            del env["PYTHONPATH"]
+    return env
+
+
+def main(root: str) -> int:
+    jd = JobDir(Path(root))
+    me = psutil.Process()
+    write_json(jd.supervisor_path, {"pid": me.pid, "create_time": me.create_time()})
+    sup = Supervisor(jd)
+
+    def stop(signum: int, frame: object) -> None:
+        sup.stopping = True
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, stop)
+    try:
+        sup.write_status(force=True)
+        sup.prepare()
+        sup.run()
+    except DDLError as e:
+        sup.finish(JobState.FAILED, str(e))
+    except Exception as e:  # noqa: BLE001 - our bug: stop everything, say where to look
+        traceback.print_exc()
+        sup.finish(JobState.FAILED, f"the local supervisor crashed ({e}); see {jd.supervisor_log}")
+    finally:
+        ports.release(sup.data_dir, sup.spec.name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

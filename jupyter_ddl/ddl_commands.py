@@ -1,0 +1,174 @@
+"""The ``%ddl`` line magic's subcommands, each a few lines over the job API."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import time
+from typing import TYPE_CHECKING, Any
+
+from .config import Config, save_config
+from .errors import ValidationError
+from .models import EventKind, JobEvent, JobState, JobStatus
+from .strategies import FRAMEWORKS, by_framework
+from .widgets.state import DashboardState
+from .widgets.text import header_text, table_text
+
+if TYPE_CHECKING:
+    from .magics import DDLMagics
+
+COMMANDS = ("list", "status", "attach", "logs", "cancel", "delete", "wait", "strategies", "config")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ValidationError(f"%ddl {self.prog}: {message}; `%ddl help` lists the commands")
+
+
+def usage() -> str:
+    return (
+        "%ddl list | status NAME | attach NAME | logs NAME [--replica R] [--tail N] | "
+        "cancel NAME | delete NAME | wait NAME [--timeout S] | strategies | config [key=value ...]"
+    )
+
+
+def run_command(magics: DDLMagics, line: str) -> Any:
+    try:
+        words = shlex.split(line)
+    except ValueError as e:
+        raise ValidationError(f"%ddl: cannot split {line!r} ({e}); check the quotes") from None
+    if not words or words[0] in ("help", "-h", "--help"):
+        print(usage())
+        return None
+    command, rest = words[0], words[1:]
+    if command not in COMMANDS:
+        raise ValidationError(
+            f"%ddl: unknown command {command!r}; use one of: {', '.join(COMMANDS)}"
+        )
+    return _HANDLERS[command](magics, rest)
+
+
+def _named(command: str, rest: list[str], *extra: tuple[str, type]) -> argparse.Namespace:
+    p = _Parser(prog=command, add_help=False, exit_on_error=False)
+    p.add_argument("name")
+    for flag, kind in extra:
+        p.add_argument(flag, type=kind)
+    try:
+        return p.parse_args(rest)
+    except argparse.ArgumentError as e:
+        raise ValidationError(f"%ddl {command}: {e}; `%ddl help` lists the commands") from None
+
+
+def status_text(status: JobStatus) -> str:
+    state = DashboardState(status.name)
+    state.apply(JobEvent(EventKind.STATUS, status.name, status=status))
+    return header_text(state) + "\n" + table_text(state)
+
+
+def _list(magics: DDLMagics, rest: list[str]) -> None:
+    jobs = magics.manager.list()
+    if not jobs:
+        print("no jobs yet; `%%distribute --strategy NAME` starts one")
+        return
+    rows = [("name", "backend", "strategy", "state", "ready", "age")]
+    now = time.time()
+    for j in jobs:
+        age = f"{(now - j.created) / 60:.0f} min" if j.created else ""
+        rows.append(
+            (j.name, j.backend, j.strategy, j.state.value, f"{j.ready}/{len(j.replicas)}", age)
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+
+
+def _status(magics: DDLMagics, rest: list[str]) -> None:
+    a = _named("status", rest)
+    print(status_text(magics.manager.get(a.name)))
+
+
+def _attach(magics: DDLMagics, rest: list[str]) -> None:
+    a = _named("attach", rest)
+    magics.manager.get(a.name)  # JobNotFound before any output
+    magics.follow(a.name)
+
+
+def _logs(magics: DDLMagics, rest: list[str]) -> None:
+    a = _named("logs", rest, ("--replica", str), ("--tail", int))
+    for line in magics.manager.logs(a.name, replica=a.replica, tail=a.tail):
+        print(f"[{line.replica}] {line.text}")
+
+
+def _cancel(magics: DDLMagics, rest: list[str]) -> None:
+    a = _named("cancel", rest)
+    status = magics.manager.cancel(a.name)
+    print(f"{a.name}: {status.state.value}")
+
+
+def _delete(magics: DDLMagics, rest: list[str]) -> None:
+    a = _named("delete", rest)
+    dash = magics.dashboards.pop(a.name, None)
+    if dash is not None:
+        dash.detach()
+    magics.manager.delete(a.name)
+    print(f"{a.name}: deleted")
+
+
+def _wait(magics: DDLMagics, rest: list[str]) -> None:
+    a = _named("wait", rest, ("--timeout", float))
+    dash = magics.dashboards.get(a.name)
+    if dash is not None and dash.running:
+        magics.wait_for(dash, a.timeout)  # also writes the dashboard's final output
+        if dash.running:
+            return
+    status = magics.manager.wait(a.name, timeout=a.timeout)
+    print(status_text(status))
+    if status.state == JobState.FAILED:
+        from .magics import JobFailed
+
+        raise JobFailed(
+            f"job {a.name} failed: {status.message or 'a replica failed'}; `%ddl logs {a.name}` shows every line"
+        )
+
+
+def _strategies(magics: DDLMagics, rest: list[str]) -> None:
+    groups = by_framework()
+    for framework in FRAMEWORKS:
+        print(f"{framework}:")
+        for s in groups[framework]:
+            roles = ", ".join(f"{r.role} {r.describe()}" for r in s.roles)
+            print(f"  {s.name:<26} {s.summary}")
+            print(f"  {'':<26} roles: {roles}; kind: {s.kind}")
+
+
+def _config(magics: DDLMagics, rest: list[str]) -> None:
+    cfg: Config = magics.manager.config
+    for item in rest:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValidationError(
+                f"%ddl config: {item!r} is not key=value; write e.g. log_tail=500"
+            )
+        try:
+            cfg.set(key, value)
+        except ValueError:
+            raise ValidationError(
+                f"%ddl config: {key}={value!r} is not a valid value for {key}"
+            ) from None
+    if rest:
+        save_config(cfg)
+    for key, value in sorted(cfg.to_dict().items()):
+        print(f"{key} = {value!r}")
+
+
+_HANDLERS = {
+    "list": _list,
+    "status": _status,
+    "attach": _attach,
+    "logs": _logs,
+    "cancel": _cancel,
+    "delete": _delete,
+    "wait": _wait,
+    "strategies": _strategies,
+    "config": _config,
+}

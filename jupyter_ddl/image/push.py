@@ -1,0 +1,180 @@
+"""Pushing an appended image: blobs first (skip, mount or stream-copy), manifest last.
+
+Base layers are never downloaded into memory: inside one registry they are mounted
+from the base repository; from another registry they are copied as a stream of
+bounded chunks (GET → one streamed PATCH, a reader thread a few chunks ahead). The code layer and the config are small and go up in
+one POST + PUT each. The manifest is pushed last, so a tag never names an image whose
+blobs are missing.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .append import AppendedImage
+from .failures import TransientRegistryError
+from .layer import Layer
+from .progress import PROGRESS_THRESHOLD, ProgressCallback
+from .registry import RegistryClient
+
+log = logging.getLogger(__name__)
+
+#: bytes read and sent at a time when copying a blob between registries
+CHUNK_SIZE = 4 * 1024 * 1024
+#: chunks read ahead of the upload, so download and upload overlap; memory holds
+#: about (PREFETCH + 2) chunks whatever the blob's size
+PREFETCH = 3
+#: attempts at copying one blob when the connection drops or a registry fails (5xx)
+COPY_ATTEMPTS = 3
+
+
+@dataclass
+class _Step:
+    """One blob to move: ``action`` is "upload" (bytes we hold) or "copy" (stream)."""
+
+    action: str
+    digest: str
+    size: int
+    data: bytes | None = None
+    url: str | None = None  # an upload the registry opened already (failed mount)
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the base image's blobs can be read."""
+
+    client: RegistryClient
+    repository: str
+
+
+def _plan_base_layer(
+    desc: dict[str, Any], src: Source, dst: RegistryClient, repo: str
+) -> _Step | None:
+    digest, size = desc["digest"], int(desc.get("size", 0))
+    if src.client is dst:
+        if src.repository == repo:
+            dst.stats.blobs_skipped += 1
+            return None  # the base manifest in this repository already links it
+        # a mount answers 201 when the blob is readable, whether or not the target
+        # repository had it: one request where HEAD + mount would take two
+        url = dst.mount_blob(repo, digest, src.repository)
+        return None if url is None else _Step("copy", digest, size, url=url)
+    if dst.head_blob(repo, digest):
+        dst.stats.blobs_skipped += 1
+        return None
+    return _Step("copy", digest, size)
+
+
+def _plan_own_blob(data: bytes, digest: str, dst: RegistryClient, repo: str) -> _Step | None:
+    if dst.head_blob(repo, digest):
+        dst.stats.blobs_skipped += 1
+        return None
+    return _Step("upload", digest, len(data), data=data)
+
+
+def push_image(
+    image: AppendedImage,
+    layer: Layer,
+    *,
+    src: Source,
+    dst: RegistryClient,
+    repository: str,
+    tag: str,
+    progress: ProgressCallback | None = None,
+    chunk_size: int = CHUNK_SIZE,
+) -> str:
+    """Push ``image`` (whose last layer is ``layer``) as ``repository:tag``; returns the
+    manifest digest the registry reports. Raises RegistryError."""
+    plan = [_plan_base_layer(d, src, dst, repository) for d in image.base_layers]
+    plan.append(_plan_own_blob(layer.data, layer.digest, dst, repository))
+    plan.append(_plan_own_blob(image.config, image.config_digest, dst, repository))
+    steps = [s for s in plan if s is not None]
+    total = sum(s.size for s in steps)
+    report = _Reporter(progress if total >= PROGRESS_THRESHOLD else None, total)
+    for step in steps:
+        if step.action == "upload":
+            assert step.data is not None
+            dst.upload_blob(repository, step.data, step.digest)
+            report(step.size)
+        else:
+            _copy_blob(step, src, dst, repository, chunk_size, report)
+    report.finish()
+    return dst.put_manifest(repository, tag, image.manifest, image.media_type)
+
+
+def _copy_blob(
+    step: _Step, src: Source, dst: RegistryClient, repo: str, chunk_size: int, report: _Reporter
+) -> None:
+    """Stream one blob from the source registry into ``repo``; a dropped connection or
+    a 5xx restarts the blob (a half-sent stream cannot be replayed)."""
+    for attempt in range(COPY_ATTEMPTS):
+        done_before = report.done
+        pieces = prefetch(src.client.stream_blob(src.repository, step.digest, chunk_size), PREFETCH)
+        try:
+            dst.upload_stream(repo, pieces, step.digest, url=step.url, progress=report)
+            return
+        except TransientRegistryError:
+            if attempt == COPY_ATTEMPTS - 1:
+                raise
+            log.info("copy of %s failed; starting it again", step.digest[:19])
+            report.done, step.url = done_before, None
+            time.sleep(0.5 * 2**attempt)
+        finally:
+            pieces.close()
+
+
+def prefetch(source: Iterator[bytes], depth: int) -> Generator[bytes, None, None]:
+    """Yield ``source``'s items while a thread reads up to ``depth`` ahead."""
+    q: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def reader() -> None:
+        try:
+            for item in source:
+                while not stop.is_set():
+                    try:
+                        q.put(item, timeout=0.2)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put(None)
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer thread
+            q.put(e)
+
+    thread = threading.Thread(target=reader, name="ddl-blob-prefetch", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = q.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+
+
+class _Reporter:
+    """Adds up bytes moved and calls the user's ``progress(done, total)``."""
+
+    def __init__(self, callback: Callable[[int, int], None] | None, total: int) -> None:
+        self.callback, self.total, self.done = callback, total, 0
+
+    def __call__(self, n: int) -> None:
+        self.done += n
+        if self.callback:
+            self.callback(min(self.done, self.total), self.total)
+
+    def finish(self) -> None:
+        if self.callback:
+            self.callback(self.total, self.total)

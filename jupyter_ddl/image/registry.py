@@ -1,0 +1,408 @@
+"""The registry client: the only module of the package that does registry HTTP.
+
+One ``RegistryClient`` per registry host. It decides the scheme once (HTTPS; plain
+HTTP only for registries configured as insecure and for loopback), authenticates
+(anonymous, basic, or a bearer token for the scopes it was given), retries 5xx,
+429 and dropped connections with backoff, counts requests and bytes, and turns every
+failure into a one-line ``RegistryError``. Credentials never reach a message or a log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import requests
+
+from ..errors import RegistryError
+from .auth import Challenge, basic_header, merge_scopes, parse_challenge, token_request
+from .credentials import Credential, CredentialStore
+from .failures import http_failure, tls_failure, token_failure, unreachable
+from .manifest import MANIFEST_ACCEPT
+from .progress import Stats
+from .reference import is_loopback
+
+log = logging.getLogger(__name__)
+
+_RETRY_STATUS = (429, 500, 502, 503, 504)
+#: host → the scheme that worked, so later builds skip the HTTPS probe of a plain registry
+_SCHEMES: dict[str, str] = {}
+
+
+class RegistryClient:
+    """Talks to one registry host (``host:port``) for a set of repository scopes."""
+
+    def __init__(
+        self,
+        host: str,
+        *,
+        credentials: CredentialStore | None = None,
+        insecure: bool = False,
+        ca: str | None = None,
+        scopes: Iterable[str] = (),
+        retries: int = 3,
+        backoff: float = 0.2,
+        timeout: float = 60.0,
+        stats: Stats | None = None,
+    ) -> None:
+        self.host = host
+        self.insecure = insecure
+        self.stats = stats or Stats()
+        self._cred: Credential | None = credentials.get(host) if credentials else None
+        self._verify: bool | str = False if insecure else (ca or True)
+        self._scopes = set(scopes)
+        self._retries, self._backoff, self._timeout = retries, backoff, timeout
+        self._session = requests.Session()
+        self._session.trust_env = False  # REQUESTS_CA_BUNDLE would override verify=
+        self._base: str | None = None
+        self._challenge: Challenge | None = None
+        self._auth: str | None = None
+
+    # -- connection and auth ------------------------------------------------
+    def add_scope(self, scope: str) -> None:
+        if scope not in self._scopes:
+            self._scopes.add(scope)
+            if self._challenge and self._challenge.scheme == "bearer":
+                self._auth = None  # the next request fetches a token for the wider scope
+
+    def ping(self) -> None:
+        """Find the scheme and the auth the registry wants (``GET /v2/``)."""
+        if self._base is not None:
+            return
+        schemes = ["https"]
+        if self.insecure or is_loopback(self.host):
+            schemes.append("http")
+            if _SCHEMES.get(self.host) == "http":
+                schemes.reverse()  # learnt earlier in this process: skip the TLS probe
+        for i, scheme in enumerate(schemes):
+            base = f"{scheme}://{self.host}"
+            try:
+                resp = self._send("GET", base + "/v2/", retry_connect=False)
+            except requests.exceptions.SSLError as e:
+                if "CERTIFICATE_VERIFY_FAILED" in str(e) or i == len(schemes) - 1:
+                    raise tls_failure(self.host, e) from None
+                continue  # a plain-HTTP server answering a TLS hello
+            except requests.exceptions.ConnectionError:
+                if i < len(schemes) - 1:
+                    continue
+                raise unreachable(self.host) from None
+            if scheme == "https" and resp.status_code == 400 and i < len(schemes) - 1:
+                continue
+            self._base = base
+            _SCHEMES[self.host] = scheme
+            self._challenge = parse_challenge(resp.headers.get("WWW-Authenticate"))
+            if resp.status_code == 401 and self._challenge is None:
+                raise RegistryError(f"registry {self.host} asks for a login it does not describe")
+            if resp.status_code not in (200, 401):
+                self._fail(resp, "answering the API ping at /v2/")
+            return
+
+    def _authorization(self) -> str | None:
+        ch = self._challenge
+        if ch is None:
+            return None
+        if self._auth is None:
+            if ch.scheme == "basic":
+                if self._cred is None:
+                    raise RegistryError(
+                        f"registry {self.host} needs a login (401)",
+                        hint=f"run `docker login {self.host}` or configure a registry secret",
+                    )
+                self._auth = basic_header(self._cred)
+            elif ch.scheme == "bearer":
+                self._auth = "Bearer " + self._fetch_token(ch)
+            else:
+                raise RegistryError(f"registry {self.host} uses unsupported auth {ch.scheme!r}")
+        return self._auth
+
+    def _fetch_token(self, ch: Challenge) -> str:
+        realm = ch.realm
+        if not realm:
+            raise RegistryError(f"registry {self.host} sent a bearer challenge without a realm")
+        scopes = merge_scopes(
+            self._scopes | ({ch.params["scope"]} if "scope" in ch.params else set())
+        )
+        req = token_request(ch, scopes, self._cred)
+        self.stats.token_requests += 1
+        verify = self._verify if urlsplit(realm).netloc == self.host else True
+        try:
+            resp = self._session.request(
+                req.method,
+                realm,
+                params=req.params,
+                data=req.data,
+                headers=req.headers,
+                timeout=self._timeout,
+                verify=verify,
+            )
+        except requests.exceptions.SSLError as e:
+            raise tls_failure(self.host, e) from None
+        except requests.exceptions.RequestException:
+            raise unreachable(f"{self.host} (token service)") from None
+        if resp.status_code != 200:
+            raise token_failure(self.host, resp.status_code, logged_in=self._cred is not None)
+        try:
+            body = resp.json()
+            return str(body.get("token") or body["access_token"])
+        except (ValueError, KeyError):
+            raise RegistryError(
+                f"the token service of registry {self.host} sent no token"
+            ) from None
+
+    # -- the one request path -----------------------------------------------
+    def _send(
+        self, method: str, url: str, *, retry_connect: bool = True, **kw: Any
+    ) -> requests.Response:
+        """One HTTP exchange with retries; counts every exchange that got an answer."""
+        replayable = not callable(getattr(kw.get("data"), "__next__", None))
+        attempts = self._retries + 1 if replayable else 1
+        for attempt in range(attempts):
+            try:
+                resp = self._session.request(
+                    method,
+                    url,
+                    timeout=self._timeout,
+                    verify=self._verify,
+                    allow_redirects=False,
+                    **kw,
+                )
+            except requests.exceptions.SSLError:
+                raise
+            except (requests.exceptions.ConnectionError, requests.exceptions.Timeout):
+                if not retry_connect or attempt == attempts - 1:
+                    raise
+                time.sleep(self._backoff * 2**attempt)
+                continue
+            self.stats.requests += 1
+            body = kw.get("data")
+            if isinstance(body, (bytes, bytearray)):
+                self.stats.bytes_up += len(body)
+            if resp.status_code in _RETRY_STATUS and attempt < attempts - 1:
+                resp.close()
+                time.sleep(self._retry_after(resp) or self._backoff * 2**attempt)
+                continue
+            return resp
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _retry_after(resp: requests.Response) -> float | None:
+        try:
+            return min(float(resp.headers.get("Retry-After", "")), 10.0)
+        except ValueError:
+            return None
+
+    def request(
+        self, method: str, path: str, *, what: str, ok: tuple[int, ...], **kw: Any
+    ) -> requests.Response:
+        """Send ``method path`` (a ``/v2/...`` path or an absolute upload URL) with auth;
+        returns the response when its status is in ``ok``, else raises RegistryError."""
+        self.ping()
+        assert self._base is not None
+        url = path if path.startswith(("http://", "https://")) else self._base + path
+        for again in (True, False):
+            headers = dict(kw.pop("headers", None) or {})
+            auth = self._authorization()
+            if auth:
+                headers["Authorization"] = auth
+            try:
+                resp = self._send(method, url, headers=headers, **kw)
+            except requests.exceptions.SSLError as e:
+                raise tls_failure(self.host, e) from None
+            except requests.exceptions.RequestException:
+                raise unreachable(self.host, what) from None
+            kw["headers"] = {k: v for k, v in headers.items() if k != "Authorization"}
+            if resp.status_code == 401 and again and self._challenge_changed(resp):
+                continue
+            if resp.status_code in ok:
+                if not kw.get("stream"):
+                    self.stats.bytes_down += len(resp.content)
+                return resp
+            self._fail(resp, what)
+        raise AssertionError("unreachable")
+
+    def _challenge_changed(self, resp: requests.Response) -> bool:
+        """A 401 on a bearer registry: fetch a new token once (expired or narrower scope)."""
+        ch = parse_challenge(resp.headers.get("WWW-Authenticate"))
+        if ch is None or ch.scheme != "bearer":
+            return False
+        if "scope" in ch.params:
+            self._scopes.add(ch.params["scope"])
+        self._challenge, self._auth = ch, None
+        return True
+
+    def _fail(self, resp: requests.Response, what: str) -> None:
+        # token registries answer 401 "insufficient_scope" where the account lacks a right
+        if "insufficient_scope" in resp.headers.get("WWW-Authenticate", ""):
+            raise http_failure(self.host, 403, what, logged_in=True)
+        raise http_failure(
+            self.host,
+            resp.status_code,
+            what,
+            logged_in=self._cred is not None,
+            detail=_error_code(resp),
+        )
+
+    # -- manifests ----------------------------------------------------------
+    def get_manifest(self, repo: str, ref: str) -> tuple[bytes, str, str]:
+        """(body, media type, digest) of ``repo:ref``; the digest is computed locally."""
+        resp = self.request(
+            "GET",
+            f"/v2/{repo}/manifests/{ref}",
+            what=f"reading {self.host}/{repo}:{ref}",
+            ok=(200,),
+            headers={"Accept": MANIFEST_ACCEPT},
+        )
+        body = resp.content
+        digest = "sha256:" + hashlib.sha256(body).hexdigest()
+        if ref.startswith("sha256:") and ref != digest:
+            raise RegistryError(f"registry {self.host} sent a manifest that does not match {ref}")
+        return body, resp.headers.get("Content-Type", "").split(";")[0], digest
+
+    def head_manifest(self, repo: str, ref: str) -> str | None:
+        """The digest of ``repo:ref`` if it exists, else None."""
+        resp = self.request(
+            "HEAD",
+            f"/v2/{repo}/manifests/{ref}",
+            what=f"checking {repo}:{ref}",
+            ok=(200, 404),
+            headers={"Accept": MANIFEST_ACCEPT},
+        )
+        return resp.headers.get("Docker-Content-Digest") if resp.status_code == 200 else None
+
+    def put_manifest(self, repo: str, ref: str, body: bytes, media_type: str) -> str:
+        resp = self.request(
+            "PUT",
+            f"/v2/{repo}/manifests/{ref}",
+            what=f"pushing the manifest of {repo}:{ref}",
+            ok=(201, 200),
+            data=body,
+            headers={"Content-Type": media_type},
+        )
+        return (
+            resp.headers.get("Docker-Content-Digest")
+            or "sha256:" + hashlib.sha256(body).hexdigest()
+        )
+
+    # -- blobs --------------------------------------------------------------
+    def head_blob(self, repo: str, digest: str) -> bool:
+        resp = self.request(
+            "HEAD", f"/v2/{repo}/blobs/{digest}", what=f"checking blob {digest[:19]}", ok=(200, 404)
+        )
+        return resp.status_code == 200
+
+    def get_blob(self, repo: str, digest: str) -> bytes:
+        resp = self.request(
+            "GET",
+            f"/v2/{repo}/blobs/{digest}",
+            what=f"reading blob {digest[:19]} of {repo}",
+            ok=(200,),
+        )
+        if "sha256:" + hashlib.sha256(resp.content).hexdigest() != digest:
+            raise RegistryError(
+                f"registry {self.host} sent blob content that does not match {digest}"
+            )
+        return resp.content
+
+    def stream_blob(self, repo: str, digest: str, chunk: int) -> Iterator[bytes]:
+        """The blob's bytes in pieces of at most ``chunk`` bytes, never all in memory."""
+        resp = self.request(
+            "GET",
+            f"/v2/{repo}/blobs/{digest}",
+            what=f"reading blob {digest[:19]} of {repo}",
+            ok=(200,),
+            stream=True,
+        )
+        with resp:
+            for piece in resp.iter_content(chunk_size=chunk):
+                self.stats.bytes_down += len(piece)
+                yield piece
+
+    def mount_blob(self, repo: str, digest: str, source_repo: str) -> str | None:
+        """Cross-repository mount; None when mounted, else the upload URL the registry
+        opened instead (the blob is not readable from ``source_repo``)."""
+        resp = self.request(
+            "POST",
+            f"/v2/{repo}/blobs/uploads/",
+            params={"mount": digest, "from": source_repo},
+            what=f"mounting blob {digest[:19]} from {source_repo}",
+            ok=(201, 202),
+        )
+        if resp.status_code == 201:
+            self.stats.blobs_mounted += 1
+            return None
+        return self._location(resp)
+
+    def start_upload(self, repo: str) -> str:
+        resp = self.request(
+            "POST", f"/v2/{repo}/blobs/uploads/", what=f"starting an upload to {repo}", ok=(202,)
+        )
+        return self._location(resp)
+
+    def upload_blob(self, repo: str, data: bytes, digest: str) -> None:
+        """Monolithic upload: POST, then PUT with the whole body (distribution ignores
+        single-request ``POST ?digest=`` bodies)."""
+        url = self.start_upload(repo)
+        self.request(
+            "PUT",
+            _with_digest(url, digest),
+            data=data,
+            what=f"uploading blob {digest[:19]} to {repo}",
+            ok=(201,),
+            headers={"Content-Type": "application/octet-stream"},
+        )
+        self.stats.blobs_uploaded += 1
+
+    def upload_stream(
+        self,
+        repo: str,
+        chunks: Iterable[bytes],
+        digest: str,
+        *,
+        url: str | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> None:
+        """Streamed upload: POST, one PATCH whose body is sent chunk by chunk as
+        ``chunks`` yields (HTTP chunked encoding, so memory holds a chunk at a time),
+        PUT ``?digest=``. Not retried here: the caller restarts the whole blob."""
+
+        def body() -> Iterator[bytes]:
+            for piece in chunks:
+                self.stats.bytes_up += len(piece)
+                yield piece
+                if progress:
+                    progress(len(piece))
+
+        url = url or self.start_upload(repo)
+        what = f"uploading blob {digest[:19]} to {repo}"
+        headers = {"Content-Type": "application/octet-stream"}
+        resp = self.request("PATCH", url, data=body(), what=what, ok=(202,), headers=headers)
+        url = self._location(resp)
+        self.request("PUT", _with_digest(url, digest), what=what, ok=(201,))
+        self.stats.blobs_uploaded += 1
+
+    def _location(self, resp: requests.Response) -> str:
+        loc = resp.headers.get("Location")
+        if not loc:
+            raise RegistryError(f"registry {self.host} opened an upload without a Location")
+        assert self._base is not None
+        return urljoin(self._base + "/", loc)
+
+    def close(self) -> None:
+        self._session.close()
+
+
+def _with_digest(url: str, digest: str) -> str:
+    return url + ("&" if "?" in url else "?") + "digest=" + digest
+
+
+def _error_code(resp: requests.Response) -> str:
+    """`` MANIFEST_UNKNOWN``-style detail from a registry error body, if any."""
+    try:
+        errs = resp.json().get("errors") or []
+        return str(errs[0]["code"]) if errs else ""
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return ""

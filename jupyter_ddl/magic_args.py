@@ -1,0 +1,291 @@
+"""``%%distribute`` flags → a JobSpec (pure; no I/O except reading a requirements file).
+
+Bad flags raise ValidationError with one line naming the flag and what to do, never
+argparse's usage-and-exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from .errors import ValidationError
+from .models import GangScheduling, JobSpec, Resources, RestartPolicy
+from .strategies import Strategy, get_strategy
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_POLICIES = {p.value.lower(): p for p in RestartPolicy}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ValidationError(f"%%distribute: {message}; `%%distribute --help` lists the flags")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="%%distribute",
+        add_help=False,
+        description="Run this cell as a distributed training job.",
+        exit_on_error=False,
+    )
+    a = p.add_argument
+    a("-h", "--help", action="store_true", help="show this help")
+    a("--strategy", "-s", help="strategy name (`%%ddl strategies` lists them)")
+    a("--replicas", "-n", type=int, help="total training replicas (torch: 1 Master + N-1 Workers)")
+    a("--workers", type=int, help="Worker replicas")
+    a("--ps", type=int, help="parameter servers (tf-parameter-server)")
+    a("--chief", type=int, help="Chief replicas (0 or 1)")
+    a("--evaluator", type=int, help="Evaluator replicas (0 or 1)")
+    a("--gpus", type=int, default=0, help="GPUs per replica")
+    a("--tpus", type=int, default=0, help="TPU chips per replica (tf-tpu)")
+    a("--cpu", help="CPU per replica, a Kubernetes quantity (2, 500m)")
+    a("--memory", help="memory per replica, a Kubernetes quantity (4Gi)")
+    a("--image", help="container image (Kubernetes)")
+    a("--backend", "-b", help="local or kubernetes (default: the configured one)")
+    a("--namespace", help="Kubernetes namespace")
+    a("--name", help="job name (default: generated from the notebook)")
+    a("--env", action="append", default=[], metavar="K=V", help="environment variable")
+    a(
+        "--secret-env",
+        action="append",
+        default=[],
+        metavar="K",
+        help="pass K from the kernel's environment, value never stored",
+    )
+    a(
+        "--requirements",
+        "-r",
+        action="append",
+        default=[],
+        help="pip requirements: a file or comma-separated names",
+    )
+    a(
+        "--gang",
+        nargs="?",
+        const="volcano",
+        choices=["volcano", "scheduler-plugins"],
+        help="gang scheduling",
+    )
+    a("--queue", help="scheduler queue (implies --gang)")
+    a("--priority", help="priority class (implies --gang)")
+    a("--restart-policy", help="Never, OnFailure, ExitCode or Always")
+    a("--backoff-limit", type=int, help="restarts before the job fails")
+    a("--nproc-per-node", type=int, help="processes per replica (torchrun)")
+    a("--dist-backend", choices=["gloo", "nccl", "mpi"], help="torch process group backend")
+    a("--target", choices=["trainjob"], help="submit torch strategies as a Trainer v2 TrainJob")
+    a(
+        "--dry-run",
+        action="store_true",
+        help="print the captured script and the YAML; start nothing",
+    )
+    a("--wait", action="store_true", help="block until the job ends")
+    a("--build-only", action="store_true", help="build and push the image only (Kubernetes)")
+    a("--timeout", type=float, help="with --wait: stop waiting after this many seconds")
+    return p
+
+
+@dataclass
+class DistributeArgs:
+    """The parsed flags; ``spec_from_args`` turns them into a JobSpec."""
+
+    strategy: str | None = None
+    replicas: int | None = None
+    workers: int | None = None
+    ps: int | None = None
+    chief: int | None = None
+    evaluator: int | None = None
+    gpus: int = 0
+    tpus: int = 0
+    cpu: str | None = None
+    memory: str | None = None
+    image: str | None = None
+    backend: str | None = None
+    namespace: str | None = None
+    name: str | None = None
+    env: list[str] = field(default_factory=list)
+    secret_env: list[str] = field(default_factory=list)
+    requirements: list[str] = field(default_factory=list)
+    gang: str | None = None
+    queue: str | None = None
+    priority: str | None = None
+    restart_policy: str | None = None
+    backoff_limit: int | None = None
+    nproc_per_node: int | None = None
+    dist_backend: str | None = None
+    target: str | None = None
+    dry_run: bool = False
+    wait: bool = False
+    build_only: bool = False
+    timeout: float | None = None
+    help: bool = False
+
+
+def parse_line(line: str) -> DistributeArgs:
+    """Parse the magic's line; raises ValidationError naming the bad flag."""
+    try:
+        words = shlex.split(line)
+    except ValueError as e:
+        raise ValidationError(
+            f"%%distribute: cannot split the flags ({e}); check the quotes"
+        ) from None
+    try:
+        ns = build_parser().parse_args(words)
+    except argparse.ArgumentError as e:
+        raise ValidationError(f"%%distribute: {e}; `%%distribute --help` lists the flags") from None
+    return DistributeArgs(**vars(ns))
+
+
+def help_text() -> str:
+    return build_parser().format_help()
+
+
+def role_counts(strategy: Strategy, args: DistributeArgs) -> dict[str, int]:
+    """Replica count per role from --replicas (the total) and the per-role flags."""
+    counts = strategy.default_replicas()
+    explicit = {
+        "Worker": args.workers,
+        "PS": args.ps,
+        "Chief": args.chief,
+        "Evaluator": args.evaluator,
+    }
+    for role, n in explicit.items():
+        if n is None:
+            continue
+        if strategy.rule(role) is None:
+            flag = "--" + ("workers" if role == "Worker" else role.lower())
+            raise ValidationError(
+                f"{flag}: {strategy.name} has no {role} role (roles: {', '.join(strategy.role_names)}); drop the flag"
+            )
+        counts[role] = n
+    if args.replicas is not None:
+        _fill(strategy, counts, args.replicas, args.workers is not None)
+    return {r: n for r, n in counts.items() if n or not _optional(strategy, r)}
+
+
+def _optional(strategy: Strategy, role: str) -> bool:
+    rule = strategy.rule(role)
+    return rule is not None and rule.min == 0
+
+
+def _fill(strategy: Strategy, counts: dict[str, int], total: int, workers_given: bool) -> None:
+    """--replicas N counts the replicas that train (not PS, launcher or evaluator); the
+    Worker role (or the strategy's only role) takes whatever the others leave."""
+    fill = "Worker" if strategy.rule("Worker") else strategy.roles[0].role
+    counted = {
+        r: n
+        for r, n in counts.items()
+        if r not in (fill, "Evaluator")
+        and (other := strategy.rule(r)) is not None
+        and other.runs_cell
+    }
+    fixed = sum(counted.values())
+    rule = strategy.rule(fill)
+    assert rule is not None
+    n = total - fixed
+    if workers_given and counts.get(fill) != n:
+        raise ValidationError(
+            f"--replicas {total} and --workers {counts.get(fill)} disagree for {strategy.name}; give only one of them"
+        )
+    if not rule.allows(n):
+        lo = fixed + rule.min
+        hi = None if rule.max is None else fixed + rule.max
+        span = " or more" if hi is None else ("" if hi == lo else f" to {hi}")
+        fixed_roles = " + ".join(f"{n} {r}" for r, n in counted.items() if n)
+        shape = (
+            f"{fixed_roles} + {rule.describe()} {fill}"
+            if fixed_roles
+            else f"{rule.describe()} {fill}"
+        )
+        raise ValidationError(
+            f"--replicas {total}: {strategy.name} runs {shape}; choose --replicas {lo}{span}"
+        )
+    counts[fill] = n
+
+
+def _env(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not _ENV_NAME.match(key):
+            raise ValidationError(
+                f"--env {item!r}: write it as NAME=value with NAME a valid variable name"
+            )
+        out[key] = value
+    return out
+
+
+def _secret_names(items: list[str]) -> list[str]:
+    for k in items:
+        if not _ENV_NAME.match(k):
+            raise ValidationError(
+                f"--secret-env {k!r}: give the variable's NAME only (its value is read from the kernel's environment)"
+            )
+    return list(dict.fromkeys(items))
+
+
+def _restart_policy(value: str | None) -> RestartPolicy | None:
+    if value is None:
+        return None
+    policy = _POLICIES.get(value.lower())
+    if policy is None:
+        raise ValidationError(
+            f"--restart-policy {value!r}: choose one of {', '.join(p.value for p in RestartPolicy)}"
+        )
+    return policy
+
+
+def _resources(strategy: Strategy, args: DistributeArgs) -> tuple[Resources, dict[str, Resources]]:
+    for flag, n in (("--gpus", args.gpus), ("--tpus", args.tpus)):
+        if n < 0:
+            raise ValidationError(f"{flag} {n}: give 0 or more per replica")
+    default = Resources(cpu=args.cpu, memory=args.memory, gpu=args.gpus, tpu=args.tpus)
+    # Roles that cannot use accelerators (PS, MPI launcher) get none rather than an error.
+    per_role = {
+        r.role: Resources(cpu=args.cpu, memory=args.memory)
+        for r in strategy.roles
+        if not r.gpu and (args.gpus or args.tpus)
+    }
+    return default, per_role
+
+
+def _gang(args: DistributeArgs) -> GangScheduling | None:
+    if not (args.gang or args.queue or args.priority):
+        return None
+    return GangScheduling(
+        scheduler=args.gang or "volcano", queue=args.queue, priority_class=args.priority
+    )
+
+
+def spec_from_args(
+    args: DistributeArgs, *, name: str, backend: str, notebook: str | None = None
+) -> JobSpec:
+    """The JobSpec these flags describe. ``name``/``backend`` are the resolved values
+    (generated name, configured default backend). Raises ValidationError."""
+    if not args.strategy:
+        raise ValidationError(
+            "--strategy is missing; add --strategy NAME (`%ddl strategies` lists them)"
+        )
+    strategy = get_strategy(args.strategy)
+    default, per_role = _resources(strategy, args)
+    return JobSpec(
+        name=name,
+        strategy=strategy.name,
+        replicas=role_counts(strategy, args),
+        resources=per_role,
+        default_resources=default,
+        image=args.image,
+        env=_env(args.env),
+        secret_env=_secret_names(args.secret_env),
+        restart_policy=_restart_policy(args.restart_policy),
+        backoff_limit=args.backoff_limit,
+        gang=_gang(args),
+        namespace=args.namespace,
+        backend=backend,
+        dist_backend=args.dist_backend,
+        nproc_per_node=args.nproc_per_node,
+        target="TrainJob" if args.target == "trainjob" else None,
+        notebook=notebook,
+    )

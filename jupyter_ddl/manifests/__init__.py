@@ -1,0 +1,106 @@
+"""JobSpec -> the Kubeflow objects the real operators accept (pure, no I/O).
+
+``build_manifests`` is the one entry point: the job object first (TFJob, PyTorchJob,
+MPIJob v2beta1 or TrainJob), then a PodGroup where gang scheduling needs one. The
+label/annotation constants the Kubernetes backend selects on live in ``common``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .. import contract
+from ..models import JobSpec
+from . import common, mpijob, podgroup, pytorchjob, tfjob, trainjob
+from .common import (
+    ANNOTATION_CODE_DIGEST,
+    ANNOTATION_NOTEBOOK,
+    ANNOTATION_SPEC,
+    ANNOTATION_USER,
+    CODE_DIR,
+    LABEL_CODE_DIGEST,
+    LABEL_MANAGED,
+    LABEL_NOTEBOOK,
+    LABEL_STRATEGY,
+    LABEL_USER,
+    MANAGED_SELECTOR,
+    PREFIX,
+    SCHEDULER_NAMES,
+    STRATEGY_ENV,
+    configmap_key,
+    launch_command,
+    secret_name,
+)
+
+_BUILDERS = {
+    "TFJob": tfjob.build,
+    "PyTorchJob": pytorchjob.build,
+    "MPIJob": mpijob.build,
+    "TrainJob": trainjob.build,
+}
+
+#: (apiVersion, plural) per kind, for CustomObjectsApi calls
+RESOURCES = {
+    "TFJob": ("kubeflow.org/v1", "tfjobs"),
+    "PyTorchJob": ("kubeflow.org/v1", "pytorchjobs"),
+    "MPIJob": ("kubeflow.org/v2beta1", "mpijobs"),
+    "TrainJob": ("trainer.kubeflow.org/v1alpha1", "trainjobs"),
+}
+
+
+def build_manifests(
+    spec: JobSpec,
+    *,
+    image: str,
+    command: Sequence[str],
+    code_digest: str | None = None,
+    code_configmap: str | None = None,
+    code_paths: Sequence[str] | None = None,
+) -> list[dict[str, Any]]:
+    """The objects to create for ``spec``: the job first, then its PodGroup if any.
+
+    ``command`` is how one process runs the entry point (``["python",
+    "/opt/jupyter-ddl/code/main.py"]``); it is wrapped in torchrun/mpirun as the
+    strategy needs, and ``spec.command`` replaces it. ``code_configmap`` mounts a
+    ConfigMap (keys from ``configmap_key``; ``code_paths`` lists the bundle's files
+    so nested paths come back) read-only at ``CODE_DIR``. The spec is expected to be
+    valid (``validation.validate``).
+    """
+    kind = contract.job_kind(spec)
+    job = _BUILDERS[kind](
+        spec,
+        image=image,
+        command=command,
+        code_digest=code_digest,
+        code_configmap=code_configmap,
+        code_paths=code_paths,
+    )
+    out = [job]
+    if podgroup.needs_podgroup(spec):
+        out.append(podgroup.build(spec, code_digest))
+    return out
+
+
+__all__ = [
+    "ANNOTATION_CODE_DIGEST",
+    "ANNOTATION_NOTEBOOK",
+    "ANNOTATION_SPEC",
+    "ANNOTATION_USER",
+    "CODE_DIR",
+    "LABEL_CODE_DIGEST",
+    "LABEL_MANAGED",
+    "LABEL_NOTEBOOK",
+    "LABEL_STRATEGY",
+    "LABEL_USER",
+    "MANAGED_SELECTOR",
+    "PREFIX",
+    "RESOURCES",
+    "SCHEDULER_NAMES",
+    "STRATEGY_ENV",
+    "build_manifests",
+    "common",
+    "configmap_key",
+    "launch_command",
+    "secret_name",
+]

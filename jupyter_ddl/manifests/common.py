@@ -1,0 +1,318 @@
+"""What every Kubeflow object we build shares: our labels, pod templates, runPolicy.
+
+Pure functions over plain data. Section numbers refer to ``shared/kubeflow-contract.md``.
+The label/annotation constants here are how the Kubernetes backend finds our jobs
+again (``%ddl list``, the sidebar) after a kernel or browser restart.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from .. import contract
+from ..models import JobSpec, Resources
+from ..strategies import get_strategy
+
+# -- labels and annotations we own ---------------------------------------------------
+PREFIX = "jupyter-ddl.io/"
+LABEL_MANAGED = PREFIX + "managed"  # "true" on every object and pod we create
+LABEL_STRATEGY = PREFIX + "strategy"
+LABEL_NOTEBOOK = PREFIX + "notebook"  # label-safe form; full path in the annotation
+LABEL_USER = PREFIX + "user"
+LABEL_CODE_DIGEST = PREFIX + "code-digest"  # first 12 hex digits; full in the annotation
+ANNOTATION_NOTEBOOK = PREFIX + "notebook"
+ANNOTATION_USER = PREFIX + "user"
+ANNOTATION_CODE_DIGEST = PREFIX + "code-digest"
+ANNOTATION_SPEC = PREFIX + "spec"  # reserved for the backend: the JobSpec as JSON
+MANAGED_SELECTOR = f"{LABEL_MANAGED}=true"
+ISTIO_INJECT = "sidecar.istio.io/inject"  # "false": Istio sidecars never exit (§8)
+
+# -- what the runtime shim reads (jupyter_ddl/runtime/ddl_runtime.py) ------------------
+STRATEGY_ENV = "JUPYTER_DDL_STRATEGY"
+DIST_BACKEND_ENV = "JUPYTER_DDL_DIST_BACKEND"
+JOB_ENV = "JUPYTER_DDL_JOB"
+
+#: where shipped code lives in a replica; equals jupyter_ddl.image.layer.CODE_DIR (tested)
+CODE_DIR = "/opt/jupyter-ddl/code"
+CODE_VOLUME = "ddl-code"
+
+# -- gang scheduling (§1.4, §1.8, §3.5) -----------------------------------------------
+VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
+COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
+SCHEDULER_NAMES = {"volcano": "volcano", "scheduler-plugins": "scheduler-plugins-scheduler"}
+
+_PYTHON = re.compile(r"^(.*/)?python(\d(\.\d+)?)?$")
+
+
+def secret_name(job: str) -> str:
+    """The Secret holding a job's ``secret_env`` values (created by the backend)."""
+    return f"{job}-secrets"
+
+
+def configmap_key(path: str) -> str:
+    """ConfigMap keys cannot hold '/': ``pkg/mod.py`` is stored as ``pkg__mod.py``."""
+    return path.replace("/", "__")
+
+
+def label_value(text: str) -> str:
+    """``text`` made a valid label value (≤ 63 of [A-Za-z0-9-_.], alphanumeric ends)."""
+    s = re.sub(r"[^A-Za-z0-9_.-]+", "-", text)[:63]
+    return re.sub(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$", "", s)
+
+
+def our_labels(spec: JobSpec, code_digest: str | None) -> dict[str, str]:
+    labels = {LABEL_MANAGED: "true", LABEL_STRATEGY: spec.strategy}
+    if spec.notebook and label_value(spec.notebook):
+        labels[LABEL_NOTEBOOK] = label_value(spec.notebook.rsplit("/", 1)[-1])
+    if spec.user and label_value(spec.user):
+        labels[LABEL_USER] = label_value(spec.user)
+    if code_digest:
+        labels[LABEL_CODE_DIGEST] = code_digest.split(":", 1)[-1][:12]
+    return {**spec.labels, **labels}
+
+
+def our_annotations(spec: JobSpec, code_digest: str | None) -> dict[str, str]:
+    notes = dict(spec.annotations)
+    if spec.notebook:
+        notes[ANNOTATION_NOTEBOOK] = spec.notebook
+    if spec.user:
+        notes[ANNOTATION_USER] = spec.user
+    if code_digest:
+        notes[ANNOTATION_CODE_DIGEST] = code_digest
+    return notes
+
+
+def metadata(spec: JobSpec, code_digest: str | None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": spec.name}
+    if spec.namespace:
+        meta["namespace"] = spec.namespace
+    meta["labels"] = our_labels(spec, code_digest)
+    annotations = our_annotations(spec, code_digest)
+    if annotations:
+        meta["annotations"] = annotations
+    return meta
+
+
+# -- commands --------------------------------------------------------------------------
+def _script_args(command: Sequence[str]) -> list[str]:
+    """``python -u x.py a`` -> ``x.py a``; ``python -m m a`` -> ``-m m a``."""
+    rest = list(command[1:])
+    while rest and rest[0].startswith("-") and rest[0] != "-m":
+        rest.pop(0)
+    return rest
+
+
+def is_python(command: Sequence[str]) -> bool:
+    return bool(command) and bool(_PYTHON.match(command[0]))
+
+
+def torchrun(command: Sequence[str]) -> list[str]:
+    """The same program under torchrun, which reads the PET_* variables (§2.2, §4.3)."""
+    return ["torchrun", *_script_args(command)] if is_python(command) else list(command)
+
+
+def mpirun(command: Sequence[str], ranks: int, *, hostfile: str | None = None) -> list[str]:
+    """mpirun over every slot; root is allowed because framework images run as root."""
+    head = ["mpirun", "--allow-run-as-root", "-np", str(ranks)]
+    if hostfile:
+        head += ["--hostfile", hostfile]
+    return head + ["-bind-to", "none", "-map-by", "slot", "-x", "PYTHONUNBUFFERED=1", *command]
+
+
+def launch_command(spec: JobSpec, command: Sequence[str]) -> list[str]:
+    """The training container's command: ``spec.command`` or ``command``, wrapped in
+    torchrun when a replica runs several processes or rendezvous is elastic."""
+    base = list(spec.command or command)
+    strategy = get_strategy(spec.strategy)
+    if strategy.framework != "pytorch":
+        return base
+    needs_torchrun = (
+        strategy.launcher == "torchrun"
+        or contract.nproc_per_node(spec) > 1
+        or contract.job_kind(spec) == "TrainJob"  # Trainer v2 injects only PET_* (§4.3)
+    )
+    return torchrun(base) if needs_torchrun else base
+
+
+# -- containers and pod templates ---------------------------------------------------------
+def resources(res: Resources) -> dict[str, Any]:
+    """requests/limits: accelerators with requests = limits (§6), memory limited so an
+    OOM is reported as such, cpu only requested (a CPU limit throttles collectives)."""
+    requests: dict[str, Any] = {}
+    limits: dict[str, Any] = {}
+    if res.cpu:
+        requests["cpu"] = res.cpu
+    if res.memory:
+        requests["memory"] = limits["memory"] = res.memory
+    if res.gpu:
+        requests[res.gpu_resource] = limits[res.gpu_resource] = res.gpu
+    if res.tpu:
+        requests[res.tpu_resource] = limits[res.tpu_resource] = res.tpu
+    out: dict[str, Any] = {}
+    if requests:
+        out["requests"] = requests
+    if limits:
+        out["limits"] = limits
+    return out
+
+
+def env_list(spec: JobSpec) -> list[dict[str, Any]]:
+    """User env as values, secret env by reference only — never the values."""
+    env: list[dict[str, Any]] = [{"name": STRATEGY_ENV, "value": spec.strategy}]
+    if spec.dist_backend:
+        env.append({"name": DIST_BACKEND_ENV, "value": spec.dist_backend})
+    env.append({"name": JOB_ENV, "value": spec.name})
+    env += [{"name": k, "value": str(v)} for k, v in spec.env.items()]
+    env += [
+        {"name": k, "valueFrom": {"secretKeyRef": {"name": secret_name(spec.name), "key": k}}}
+        for k in spec.secret_env
+    ]
+    return env
+
+
+def volume_mounts(spec: JobSpec, code_configmap: str | None) -> list[dict[str, Any]]:
+    mounts: list[dict[str, Any]] = []
+    if code_configmap:
+        mounts.append({"name": CODE_VOLUME, "mountPath": CODE_DIR, "readOnly": True})
+    for i, v in enumerate(spec.volumes):
+        m: dict[str, Any] = {"name": v.name or f"data-{i}", "mountPath": v.mount_path}
+        if v.read_only:
+            m["readOnly"] = True
+        if v.sub_path:
+            m["subPath"] = v.sub_path
+        mounts.append(m)
+    return mounts
+
+
+def volumes(
+    spec: JobSpec, code_configmap: str | None, code_paths: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if code_configmap:
+        cm: dict[str, Any] = {"name": code_configmap}
+        if code_paths:
+            cm["items"] = [{"key": configmap_key(p), "path": p} for p in sorted(code_paths)]
+        out.append({"name": CODE_VOLUME, "configMap": cm})
+    for i, v in enumerate(spec.volumes):
+        claim: dict[str, Any] = {"claimName": v.claim_name}
+        if v.read_only:
+            claim["readOnly"] = True
+        out.append({"name": v.name or f"data-{i}", "persistentVolumeClaim": claim})
+    return out
+
+
+def tolerations(spec: JobSpec) -> list[dict[str, Any]]:
+    out = []
+    for t in spec.tolerations:
+        item: dict[str, Any] = {"operator": t.operator}
+        for key, value in (("key", t.key), ("value", t.value), ("effect", t.effect)):
+            if value is not None:
+                item[key] = value
+        if t.toleration_seconds is not None:
+            item["tolerationSeconds"] = t.toleration_seconds
+        out.append(item)
+    return out
+
+
+def pod_spec_extras(
+    spec: JobSpec, code_configmap: str | None, code_paths: Sequence[str] | None
+) -> dict[str, Any]:
+    """nodeSelector, tolerations, volumes: what every replica's pod spec shares."""
+    out: dict[str, Any] = {}
+    if spec.node_selector:
+        out["nodeSelector"] = dict(spec.node_selector)
+    if spec.tolerations:
+        out["tolerations"] = tolerations(spec)
+    vols = volumes(spec, code_configmap, code_paths)
+    if vols:
+        out["volumes"] = vols
+    return out
+
+
+def container(
+    spec: JobSpec,
+    role: str,
+    name: str,
+    image: str,
+    command: Sequence[str] | None,
+    code_configmap: str | None,
+) -> dict[str, Any]:
+    c: dict[str, Any] = {"name": name, "image": image}
+    if command is not None:
+        c["command"] = list(command)
+    c["workingDir"] = CODE_DIR
+    c["env"] = env_list(spec)
+    res = resources(spec.resources_for(role))
+    if res:
+        c["resources"] = res
+    mounts = volume_mounts(spec, code_configmap)
+    if mounts:
+        c["volumeMounts"] = mounts
+    return c
+
+
+def pod_template(
+    spec: JobSpec,
+    role: str,
+    containers: list[dict[str, Any]],
+    *,
+    code_digest: str | None,
+    code_configmap: str | None,
+    code_paths: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    labels = our_labels(spec, code_digest)
+    annotations = {**spec.annotations, ISTIO_INJECT: "false"}
+    pod: dict[str, Any] = {"containers": containers}
+    pod.update(pod_spec_extras(spec, code_configmap, code_paths))
+    g = spec.gang
+    if g is not None and spec.backend_options.get("gang_podgroup", "client") == "client":
+        # we create the PodGroup ourselves, so the pods must name it and the scheduler
+        pod["schedulerName"] = spec.backend_options.get(
+            "scheduler_name", SCHEDULER_NAMES.get(g.scheduler, g.scheduler)
+        )
+        if g.scheduler == "volcano":
+            annotations[VOLCANO_GROUP_ANNOTATION] = spec.name
+            annotations[VOLCANO_TASK_ANNOTATION] = role.lower()
+        else:
+            labels[COSCHEDULING_LABEL] = spec.name
+    if g is not None and g.priority_class:
+        pod["priorityClassName"] = g.priority_class
+    return {"metadata": {"labels": labels, "annotations": annotations}, "spec": pod}
+
+
+def restart_policy(spec: JobSpec, default: str) -> str:
+    rp = spec.restart_policy
+    return default if rp is None else getattr(rp, "value", str(rp))
+
+
+def replica_spec(replicas: int, restart_policy: str, template: dict[str, Any]) -> dict[str, Any]:
+    # replicas always written: a nil Master/Worker count is refused or defaulted badly (§10.5)
+    return {"replicas": replicas, "restartPolicy": restart_policy, "template": template}
+
+
+def run_policy(spec: JobSpec) -> dict[str, Any]:
+    """cleanPodPolicy defaults to Running, not the operators' None: PS pods never exit (§1.6)."""
+    rp: dict[str, Any] = {
+        "cleanPodPolicy": (spec.clean_pod_policy.value if spec.clean_pod_policy else "Running")
+    }
+    if spec.ttl_seconds_after_finished is not None:
+        rp["ttlSecondsAfterFinished"] = spec.ttl_seconds_after_finished
+    if spec.active_deadline_seconds is not None:
+        rp["activeDeadlineSeconds"] = spec.active_deadline_seconds
+    if spec.backoff_limit is not None:
+        rp["backoffLimit"] = spec.backoff_limit
+    if spec.gang is not None:
+        g = spec.gang
+        total = sum(contract.effective_replicas(spec).values())
+        sp: dict[str, Any] = {"minAvailable": g.min_available or total}
+        if g.queue:
+            sp["queue"] = g.queue
+        if g.priority_class:
+            sp["priorityClass"] = g.priority_class
+        if g.schedule_timeout_seconds is not None:
+            sp["scheduleTimeoutSeconds"] = g.schedule_timeout_seconds
+        rp["schedulingPolicy"] = sp
+    return rp

@@ -1,0 +1,60 @@
+"""MPIJob (kubeflow.org/v2beta1, mpi-operator) for Horovod over MPI (contract §3).
+
+The launcher runs ``mpirun`` over every worker slot; workers run no command, so the
+operator starts ``sshd -De`` in them (§3.2) and the launcher reaches them over SSH.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .. import contract
+from ..models import JobSpec
+from . import common
+
+DEFAULT_SSH_PATH = "/root/.ssh"  # framework images (horovod/horovod) run as root
+
+
+def build(
+    spec: JobSpec,
+    *,
+    image: str,
+    command: Sequence[str],
+    code_digest: str | None,
+    code_configmap: str | None,
+    code_paths: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    counts = contract.effective_replicas(spec)
+    ranks = counts.get("Worker", 0) * spec.slots_per_worker
+    program = list(spec.command or command)
+    replicas = {}
+    for role, n in counts.items():
+        launcher = role == "Launcher"
+        cmd = common.mpirun(program, ranks) if launcher else None
+        c = common.container(spec, role, role.lower(), image, cmd, code_configmap)
+        template = common.pod_template(
+            spec,
+            role,
+            [c],
+            code_digest=code_digest,
+            code_configmap=code_configmap,
+            code_paths=code_paths,
+        )
+        # mpi-operator accepts only Never/OnFailure (§3.1); its defaults differ per role
+        policy = common.restart_policy(spec, "OnFailure" if launcher else "Never")
+        replicas[role] = common.replica_spec(n, policy, template)
+    return {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": common.metadata(spec, code_digest),
+        "spec": {
+            "slotsPerWorker": spec.slots_per_worker,
+            "runPolicy": common.run_policy(spec),
+            "mpiImplementation": "OpenMPI",
+            "sshAuthMountPath": spec.backend_options.get("ssh_auth_mount_path", DEFAULT_SSH_PATH),
+            # the launcher's ssh would fail against workers whose sshd is not up yet
+            "launcherCreationPolicy": "WaitForWorkersReady",
+            "mpiReplicaSpecs": replicas,
+        },
+    }

@@ -1,0 +1,85 @@
+"""PodGroups for gang scheduling (contract §1.8, §3.5, §5).
+
+Training operators create a PodGroup themselves only when started with a gang
+scheduler flag, which the shipped deployments do not pass. So by default we create
+it (``backend_options["gang_podgroup"] = "client"``), named after the job as the
+operator would, and the pod templates point at it; with ``"operator"`` we leave it
+to the operator and only write ``runPolicy.schedulingPolicy``.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Any
+
+from .. import contract
+from ..models import JobSpec
+from . import common
+
+_SUFFIX: dict[str, int | Decimal] = {
+    "": 1, "m": Decimal("0.001"), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
+    "P": 10**15, "E": 10**18, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40,
+    "Pi": 2**50, "Ei": 2**60,
+}  # fmt: skip
+
+
+def needs_podgroup(spec: JobSpec) -> bool:
+    return (
+        spec.gang is not None
+        and contract.job_kind(spec) != "TrainJob"  # the runtime's podGroupPolicy does it (§4.5)
+        and spec.backend_options.get("gang_podgroup", "client") == "client"
+    )
+
+
+def quantity(text: str) -> Decimal:
+    """A Kubernetes quantity as a number (``500m`` -> 0.5, ``2Gi`` -> 2147483648)."""
+    m = re.match(r"^([0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$", str(text))
+    if not m or m.group(2) not in _SUFFIX:
+        raise ValueError(f"not a quantity: {text!r}")
+    return Decimal(m.group(1)) * Decimal(_SUFFIX[m.group(2)])
+
+
+def min_resources(spec: JobSpec) -> dict[str, str]:
+    """Summed requests of every replica: what must be free before any pod starts."""
+    total: dict[str, Decimal] = {}
+    for role, n in contract.effective_replicas(spec).items():
+        requests = common.resources(spec.resources_for(role)).get("requests", {})
+        for name, value in requests.items():
+            total[name] = total.get(name, Decimal(0)) + quantity(str(value)) * n
+    out = {}
+    for name, value in sorted(total.items()):
+        if name == "cpu" and value != value.to_integral_value():
+            out[name] = f"{int(value * 1000)}m"
+        else:
+            out[name] = str(int(value))
+    return out
+
+
+def build(spec: JobSpec, code_digest: str | None = None) -> dict[str, Any]:
+    g = spec.gang
+    assert g is not None
+    meta = {k: v for k, v in common.metadata(spec, code_digest).items() if k != "annotations"}
+    members = g.min_available or sum(contract.effective_replicas(spec).values())
+    body: dict[str, Any] = {"minMember": members}
+    res = min_resources(spec)
+    if res:
+        body["minResources"] = res
+    if g.scheduler == "volcano":
+        body["queue"] = g.queue or "default"
+        if g.priority_class:
+            body["priorityClassName"] = g.priority_class
+        return {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": meta,
+            "spec": body,
+        }
+    if g.schedule_timeout_seconds is not None:
+        body["scheduleTimeoutSeconds"] = g.schedule_timeout_seconds
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": meta,
+        "spec": body,
+    }

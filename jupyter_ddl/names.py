@@ -1,0 +1,117 @@
+"""Job names: generation from the notebook/cell and the RFC 1123/1035 rules (pure).
+
+The operators derive pod, Service and hostname labels from the job name
+(``<job>-worker-12``, ``<job>-launcher``; JobSet, under a TrainJob, pod names
+``<job>-node-0-3-<5 random>``), and each of those must
+be a DNS label of at most 63 characters (contract §1.2, §1.3, §3.1, §4.2). So a job
+name is only valid when its longest derived name still fits.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from pathlib import PurePath
+
+MAX_LABEL = 63
+#: generated names stay this short, leaving room for every operator suffix
+GENERATED_MAX = 40
+RANDOM_LEN = 5
+
+_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
+_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
+_QUANTITY = re.compile(r"^([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|[KMGTPE]i|[mkMGTPE])?$")
+_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+
+def is_dns1035_label(value: str) -> bool:
+    """Lowercase letters, digits and '-', starting with a letter, ≤ 63 characters."""
+    return len(value) <= MAX_LABEL and bool(_DNS1035.match(value))
+
+
+def is_dns1123_label(value: str) -> bool:
+    return len(value) <= MAX_LABEL and bool(_DNS1123_LABEL.match(value))
+
+
+def is_dns1123_subdomain(value: str) -> bool:
+    return len(value) <= 253 and bool(_DNS1123_SUBDOMAIN.match(value))
+
+
+def is_quantity(value: str) -> bool:
+    """A non-negative Kubernetes quantity: ``2``, ``500m``, ``4Gi``, ``1e3``."""
+    return bool(_QUANTITY.match(value))
+
+
+def is_env_name(value: str) -> bool:
+    """A container env var name as the API server accepts it (C identifier plus '-' '.')."""
+    return bool(_ENV_NAME.match(value))
+
+
+def is_label_key(key: str) -> bool:
+    """``[prefix/]name``: prefix a DNS subdomain, name ≤ 63 alphanumerics, '-', '_', '.'."""
+    prefix, _, name = key.rpartition("/")
+    if prefix and not is_dns1123_subdomain(prefix):
+        return False
+    return 0 < len(name) <= MAX_LABEL and bool(_LABEL_NAME.match(name))
+
+
+def is_label_value(value: str) -> bool:
+    return value == "" or (len(value) <= MAX_LABEL and bool(_LABEL_NAME.match(value)))
+
+
+def is_resource_name(value: str) -> bool:
+    """A vendor-qualified extended resource name such as ``nvidia.com/gpu``."""
+    domain, _, base = value.partition("/")
+    return bool(base) and is_dns1123_subdomain(domain) and bool(_LABEL_NAME.match(base))
+
+
+def derived_names(job: str, kind: str, replicas: dict[str, int]) -> list[str]:
+    """The DNS labels the operator builds from ``job`` for these replica counts."""
+    out: list[str] = []
+    for role, n in replicas.items():
+        low = role.lower()
+        if n <= 0:
+            continue
+        if kind == "MPIJob" and role == "Launcher":
+            out.append(f"{job}-launcher")  # pod hostname (§3.2)
+        elif kind == "TrainJob":
+            # JobSet's webhook checks the longest pod name, random suffix included (§4.2)
+            out.append(f"{job}-{low}-0-{n - 1}-{'x' * RANDOM_LEN}")
+        else:
+            out.append(f"{job}-{low}-{n - 1}")  # pod + Service name (§1.3, §3.2)
+    return out
+
+
+def longest_derived(job: str, kind: str, replicas: dict[str, int]) -> str:
+    names = derived_names(job, kind, replicas)
+    return max(names, key=len) if names else job
+
+
+def slug(text: str, limit: int) -> str:
+    """``text`` lowercased to [a-z0-9-], starting with a letter, at most ``limit`` long."""
+    s = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    s = re.sub(r"^[^a-z]+", "", s)  # DNS-1035: must start with a letter
+    return s[:limit].rstrip("-")
+
+
+def generate_name(
+    notebook: str | None = None, cell: str | None = None, *, rand: str | None = None
+) -> str:
+    """A fresh job name ``<notebook>-<cell>-<random>``, valid for every job kind.
+
+    ``notebook`` may be a path (its stem is used); ``cell`` a cell id or label.
+    ``rand`` fixes the random part (tests).
+    """
+    suffix = (
+        rand if rand is not None else "".join(secrets.choice(_ALPHABET) for _ in range(RANDOM_LEN))
+    )
+    stem = PurePath(notebook).stem if notebook else ""
+    parts = [p for p in (slug(stem, 20), slug(cell or "", 10)) if p]
+    head = "-".join(parts) or "ddl"
+    head = head[: GENERATED_MAX - len(suffix) - 1].rstrip("-")
+    return f"{head}-{suffix}"

@@ -1,0 +1,330 @@
+"""The jupyter-ddl runtime shim, shipped inside every replica.
+
+Needs only the standard library and the framework the cell uses; it never imports
+``jupyter_ddl`` (the image running it may not have it). It reads the environment the
+operator (or the local backend, which copies the operator) injects, makes a few
+conveniences available to the cell, runs the cell in ``__main__`` and ends cleanly.
+
+Conveniences never get in the way of code written for the operator: ``strategy`` is
+created only when first touched (so a cell building its own
+``MultiWorkerMirroredStrategy`` is the first to configure collectives), and the torch
+process group is initialised only when the cell does not initialise it itself.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import importlib.util
+import io
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+#: must equal jupyter_ddl.metrics.METRIC_MARKER (a test checks it)
+METRIC_MARKER = "@@ddl-metric@@"
+STRATEGY_ENV = "JUPYTER_DDL_STRATEGY"
+DIST_BACKEND_ENV = "JUPYTER_DDL_DIST_BACKEND"
+
+# Calls that mean "the cell sets up torch.distributed itself": dist.init_process_group,
+# ignite's idist.Parallel / idist.initialize, deepspeed.init_distributed / initialize.
+_SELF_INIT_CALLS = {"init_process_group", "Parallel", "initialize", "init_distributed"}
+
+
+# -- pure helpers -------------------------------------------------------------------
+def framework_of(strategy: str, env: dict[str, str]) -> str:
+    """Which setup a replica needs: tensorflow, pytorch, mpi or none."""
+    if strategy.startswith("tf-"):
+        return "tensorflow"
+    if strategy == "horovod":
+        return "mpi"
+    if strategy:
+        return "pytorch"
+    if "OMPI_COMM_WORLD_RANK" in env:
+        return "mpi"
+    if "TF_CONFIG" in env:
+        return "tensorflow"
+    if "MASTER_ADDR" in env or "PET_NNODES" in env:
+        return "pytorch"
+    return "none"
+
+
+def tf_topology(tf_config: str) -> dict[str, Any]:
+    """Role, index, rank and world size from a TF_CONFIG string ("" when absent)."""
+    if not tf_config:
+        return {"role": "worker", "index": 0, "rank": 0, "world_size": 1}
+    cfg = json.loads(tf_config)
+    cluster, task = cfg.get("cluster", {}), cfg.get("task", {})
+    role, index = str(task.get("type", "worker")), int(task.get("index", 0))
+    leaders = len(cluster.get("chief", [])) + len(cluster.get("master", []))
+    world = leaders + len(cluster.get("worker", []))
+    if role in ("chief", "master"):
+        rank = index
+    elif role == "worker":
+        rank = leaders + index
+    else:  # ps / evaluator take no part in the all-reduce
+        rank = -1
+    return {"role": role, "index": index, "rank": rank, "world_size": max(world, 1)}
+
+
+def torch_topology(env: dict[str, str]) -> dict[str, Any]:
+    """Rank, world size and local rank as torch reads them (MPI variables mapped)."""
+    if "OMPI_COMM_WORLD_RANK" in env:
+        rank = int(env["OMPI_COMM_WORLD_RANK"])
+        world = int(env.get("OMPI_COMM_WORLD_SIZE", "1"))
+        local = int(env.get("OMPI_COMM_WORLD_LOCAL_RANK", "0"))
+    else:
+        rank = int(env.get("RANK", "0"))
+        world = int(env.get("WORLD_SIZE", "1"))
+        local = int(env.get("LOCAL_RANK", "0"))
+    return {"role": "worker", "index": rank, "rank": rank, "world_size": world, "local_rank": local}
+
+
+def cell_initialises_itself(source: str) -> bool:
+    """True when the cell calls init_process_group / idist.Parallel / ... itself."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+            if name in _SELF_INIT_CALLS:
+                return True
+    return False
+
+
+def _number(value: Any) -> Any:
+    if hasattr(value, "item"):  # torch / numpy / tf scalars
+        value = value.item()
+    if hasattr(value, "numpy"):
+        value = value.numpy().item()
+    return value
+
+
+def report(**metrics: Any) -> None:
+    """Print one marked JSON line the dashboards turn into metrics: report(step=3, loss=0.4)."""
+    data = {k: _number(v) for k, v in metrics.items()}
+    print(METRIC_MARKER + " " + json.dumps(data, default=float), flush=True)
+
+
+class LazyStrategy:
+    """Creates the real tf.distribute strategy on first use and then stands in for it."""
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        object.__setattr__(self, "_factory", factory)
+        object.__setattr__(self, "_real", None)
+
+    def unwrap(self) -> Any:
+        if self._real is None:
+            object.__setattr__(self, "_real", self._factory())
+        return self._real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.unwrap(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self.unwrap(), name, value)
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # isinstance(strategy, tf.distribute.Strategy) holds
+        return type(self.unwrap())
+
+    def __repr__(self) -> str:
+        return "<lazy strategy, not created yet>" if self._real is None else repr(self._real)
+
+
+# -- framework setup ---------------------------------------------------------------
+def _tf_factory(strategy: str) -> Callable[[], Any]:
+    def make() -> Any:
+        import tensorflow as tf
+
+        if strategy == "tf-multi-worker-mirrored":
+            return tf.distribute.MultiWorkerMirroredStrategy()
+        if strategy == "tf-parameter-server":
+            resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+            return tf.distribute.ParameterServerStrategy(resolver)
+        if strategy == "tf-central-storage":
+            return tf.distribute.experimental.CentralStorageStrategy()
+        if strategy == "tf-tpu":
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver()
+            tf.config.experimental_connect_to_cluster(resolver)
+            tf.tpu.experimental.initialize_tpu_system(resolver)
+            return tf.distribute.TPUStrategy(resolver)
+        return tf.distribute.MirroredStrategy()
+
+    return make
+
+
+def setup_tensorflow(strategy: str, env: dict[str, str]) -> dict[str, Any]:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # Keras 3 model.fit fails under MWMS; tf-keras (legacy) works when installed.
+    if importlib.util.find_spec("tf_keras") is not None:
+        os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    topo = tf_topology(env.get("TF_CONFIG", ""))
+    if strategy == "tf-parameter-server":
+        os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
+        if topo["role"] in ("ps", "worker"):
+            serve_tf_forever()  # never returns
+    return {
+        "rank": topo["rank"],
+        "world_size": topo["world_size"],
+        "local_rank": 0,
+        "strategy": LazyStrategy(_tf_factory(strategy)),
+    }
+
+
+def serve_tf_forever() -> None:
+    """A ParameterServerStrategy PS or worker: serve the chief until stopped."""
+    import tensorflow as tf
+
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    server = tf.distribute.Server(
+        resolver.cluster_spec(),
+        job_name=resolver.task_type,
+        task_index=resolver.task_id,
+        protocol=resolver.rpc_layer or "grpc",
+        start=True,
+    )
+    print(f"jupyter-ddl: {resolver.task_type} {resolver.task_id} serving", flush=True)
+    server.join()
+
+
+def setup_torch(env: dict[str, str], source: str) -> dict[str, Any]:
+    import torch
+    import torch.distributed as dist
+
+    topo = torch_topology(env)
+    cuda = torch.cuda.is_available()
+    backend = env.get(DIST_BACKEND_ENV) or ("nccl" if cuda else "gloo")
+    device = torch.device(f"cuda:{topo['local_rank']}" if cuda else "cpu")
+    if cuda:
+        torch.cuda.set_device(device)
+    distributed = "MASTER_ADDR" in env and "RANK" in env
+    if distributed and not dist.is_initialized() and not cell_initialises_itself(source):
+        dist.init_process_group(backend)
+        _make_init_idempotent(dist)
+    return {**_plain(topo), "device": device}
+
+
+def _make_init_idempotent(dist: Any) -> None:
+    # The shim initialised the group; a later init_process_group from code the AST
+    # check could not see (an imported module) must not fail on "initialised twice".
+    original = dist.init_process_group
+
+    def init_process_group(*args: Any, **kwargs: Any) -> Any:
+        if dist.is_initialized():
+            return None
+        return original(*args, **kwargs)
+
+    dist.init_process_group = init_process_group
+
+
+def setup_mpi(env: dict[str, str]) -> dict[str, Any]:
+    topo = torch_topology(env)
+    # torch (and friends) under mpirun read RANK/WORLD_SIZE/LOCAL_RANK.
+    os.environ["RANK"] = str(topo["rank"])
+    os.environ["WORLD_SIZE"] = str(topo["world_size"])
+    os.environ["LOCAL_RANK"] = str(topo["local_rank"])
+    return _plain(topo)
+
+
+def _plain(topo: dict[str, Any]) -> dict[str, Any]:
+    return {k: topo[k] for k in ("rank", "world_size", "local_rank")}
+
+
+# -- teardown ------------------------------------------------------------------------
+def teardown(ok: bool) -> None:
+    """End the distributed runtimes the cell left open, without hiding a failure."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and getattr(dist, "is_available", lambda: False)():
+        try:
+            if dist.is_initialized():
+                if ok:
+                    dist.barrier()
+                dist.destroy_process_group()
+        except Exception as e:  # noqa: BLE001 - teardown must not replace the real result
+            print(f"jupyter-ddl: process group teardown: {e}", file=sys.stderr)
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is not None:
+        try:
+            if mpi.Is_initialized() and not mpi.Is_finalized():
+                if ok:
+                    mpi.Finalize()
+                elif mpi.COMM_WORLD.Get_size() > 1:
+                    mpi.COMM_WORLD.Abort(1)  # peers would wait forever in a collective
+        except Exception as e:  # noqa: BLE001
+            print(f"jupyter-ddl: MPI teardown: {e}", file=sys.stderr)
+
+
+def line_buffered_output() -> None:
+    """Write stdout/stderr one whole line per write().
+
+    Under PYTHONUNBUFFERED, print() writes the text and its newline separately; when
+    several ranks share one pipe (mpirun) the pieces interleave into garbled lines.
+    """
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        old = getattr(sys, name)
+        try:
+            raw = open(fd, "wb", buffering=1 << 16, closefd=False)  # noqa: SIM115
+        except OSError:
+            continue
+        enc = getattr(old, "encoding", None) or "utf-8"
+        setattr(
+            sys,
+            name,
+            io.TextIOWrapper(raw, encoding=enc, errors="backslashreplace", line_buffering=True),
+        )
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a closed stream must not change the exit code
+            pass
+
+
+def conveniences(strategy: str, env: dict[str, str], source: str) -> dict[str, Any]:
+    """The names put into the cell's globals for this replica."""
+    kind = framework_of(strategy, env)
+    if kind == "tensorflow":
+        names = setup_tensorflow(strategy, env)
+    elif kind == "pytorch":
+        names = setup_torch(env, source)
+    elif kind == "mpi":
+        names = setup_mpi(env)
+    else:
+        names = {"rank": 0, "world_size": 1, "local_rank": 0}
+    return {**names, "report": report}
+
+
+def main(cell_path: str, namespace: dict[str, Any]) -> None:
+    """Set up, run the cell in ``namespace`` (the entry point's ``__main__``), tear down, exit."""
+    with open(cell_path, encoding="utf-8") as f:
+        source = f.read()
+    env = dict(os.environ)
+    line_buffered_output()
+    code = 0
+    try:
+        namespace.update(conveniences(env.get(STRATEGY_ENV, ""), env, source))
+        namespace.setdefault("__builtins__", builtins)
+        exec(compile(source, cell_path, "exec"), namespace)
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if e.code is not None and not isinstance(e.code, int):
+            print(e.code, file=sys.stderr)
+    except KeyboardInterrupt:
+        code = 130
+    except BaseException:  # noqa: BLE001 - the user's failure: log it, exit non-zero
+        traceback.print_exc()
+        code = 1
+    teardown(code == 0)
+    _flush()
+    # os._exit skips interpreter shutdown, where gloo can abort ("terminate called
+    # without an active exception") and turn a success into SIGABRT.
+    os._exit(code)

@@ -1,0 +1,260 @@
+"""REST handlers: thin, authenticated, all on the one job API (``JobManager``).
+
+The contract is written down in docs/rest-api.md. Domain errors (``errors.DDLError``)
+become their ``http_status`` with a one-line JSON message in ONE place,
+``DDLHandler.send_error``; no handler catches them itself. Blocking job-API calls
+run on the executor so a slow backend (a cluster far away) never stalls the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Callable
+from itertools import islice
+from typing import Any, TypeVar
+
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.utils import url_path_join
+from tornado import web
+
+from ..errors import DDLError
+from ..manager import JobManager
+from . import views
+from .sse import resume_offset, stream_logs
+
+#: the authorization resource every handler checks (jupyter_server's Authorizer)
+AUTH_RESOURCE = "jupyter_ddl"
+#: URL namespace, under the server's base URL
+NAMESPACE = "jupyter-ddl"
+#: most lines one non-following log request returns; ask again from next_offset
+MAX_LOG_LINES = 10_000
+
+T = TypeVar("T")
+
+
+class DDLHandler(APIHandler):
+    """Base of every handler: the manager, the executor, and error mapping."""
+
+    auth_resource = AUTH_RESOURCE
+
+    @property
+    def manager(self) -> JobManager:
+        manager: JobManager = self.settings["ddl_manager"]
+        return manager
+
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a blocking job-API call off the event loop."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, lambda: fn(*args, **kwargs))
+
+    def arg(self, name: str) -> str | None:
+        value = self.get_query_argument(name, None)
+        return value if value else None
+
+    def reply(self, data: Any, status: int = 200) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(data))
+
+    def send_error(self, status_code: int = 500, **kwargs: Any) -> None:
+        """The one place domain errors meet HTTP: a DDLError answers its own status."""
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        if isinstance(exc, DDLError):
+            status_code = exc.http_status
+        super().send_error(status_code, **kwargs)
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        if not isinstance(exc, DDLError):
+            super().write_error(status_code, **kwargs)
+            return
+        body: dict[str, Any] = {"error": type(exc).__name__, "message": str(exc)}
+        problems = getattr(exc, "problems", None)
+        if problems:
+            body["problems"] = problems
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(body))
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        # A domain error is an answer, not a server fault: one line, no traceback.
+        if isinstance(value, DDLError):
+            self.log.info("jupyter-ddl %s %s: %s", self.request.method, self.request.path, value)
+            return
+        super().log_exception(typ, value, tb)
+
+
+class BackendsHandler(DDLHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        """Every backend, whether it is available, and its capabilities."""
+        default = self.manager.config.backend
+        out = await self.call(_backends, self.manager, default)
+        self.reply({"default": default, "backends": out})
+
+
+def _backends(manager: JobManager, default: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for name in manager.backend_names():
+        entry: dict[str, Any] = {"name": name, "default": name == default}
+        try:
+            caps = manager.backend(name).capabilities()
+        except DDLError as e:  # one unavailable backend must not hide the others
+            entry |= {"available": False, "error": str(e), "capabilities": None}
+        else:
+            entry |= {"available": True, "error": None}
+            entry["capabilities"] = views.capabilities_dict(caps)
+        out.append(entry)
+    return out
+
+
+class JobsHandler(DDLHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        """Jobs of every backend (or ``backend=``), filtered by ``state`` and ``notebook``."""
+        states = views.parse_states(self.arg("state"))
+        jobs = await self.call(
+            self.manager.list, backend=self.arg("backend"), notebook=self.arg("notebook")
+        )
+        rows = [views.job_summary(j) for j in jobs if states is None or j.state in states]
+        self.reply({"jobs": rows})
+
+
+class JobHandler(DDLHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, name: str) -> None:
+        """Job detail: summary, replicas, spec summary, latest metrics, allowed actions."""
+        status = await self.call(self.manager.get, name, self.arg("backend"))
+        spec = await self.call(self.manager.spec, name, status.backend)
+        caps = await self.call(lambda: self.manager.backend(status.backend).capabilities())
+        self.reply(views.job_detail(status, spec, caps))
+
+    @web.authenticated
+    @authorized
+    async def delete(self, name: str) -> None:
+        """Cancel if running, then forget the job and its data."""
+        await self.call(self.manager.delete, name, self.arg("backend"))
+        self.set_status(204)
+        self.finish()
+
+
+class CancelHandler(DDLHandler):
+    @web.authenticated
+    @authorized
+    async def post(self, name: str) -> None:
+        status = await self.call(self.manager.cancel, name, self.arg("backend"))
+        self.reply(views.job_summary(status))
+
+
+class LogsHandler(DDLHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, name: str) -> None:
+        """Log lines from ``offset`` (per replica) or the last ``tail``; ``follow=true``
+        answers server-sent events until the job ends."""
+        replica = self.arg("replica")
+        offset = views.parse_int(self.arg("offset"), "offset", default=0) or 0
+        tail = views.parse_int(self.arg("tail"), "tail", default=None)
+        backend = self.arg("backend")
+        if views.parse_bool(self.arg("follow")):
+            resumed = resume_offset(self.request.headers.get("Last-Event-ID"), replica)
+            await self._follow(name, backend, replica, offset if resumed is None else resumed)
+            return
+        limit = views.parse_int(self.arg("limit"), "limit", default=MAX_LOG_LINES, minimum=1)
+        lines = await self.call(self._read, name, backend, replica, offset, tail, limit)
+        self.reply(
+            {
+                "lines": [views.log_dict(line) for line in lines],
+                "next_offsets": views.next_offsets(lines, offset),
+                "limited": len(lines) == limit,
+            }
+        )
+
+    def _read(self, name, backend, replica, offset, tail, limit):  # type: ignore[no-untyped-def]
+        stop = threading.Event()
+        it = self.manager.logs(
+            name, backend=backend, replica=replica, offset=offset, tail=tail, stop=stop
+        )
+        try:
+            return list(islice(it, limit))
+        finally:
+            stop.set()
+
+    async def _follow(self, name: str, backend: str | None, replica: str | None, offset: int):
+        # Resolve the job before the first byte: a missing job is still a JSON 404.
+        found = await self.call(self.manager.find, name, backend)
+        stop = threading.Event()
+        self._stop = stop
+        streams: set[threading.Event] = self.settings["ddl_streams"]
+        streams.add(stop)
+        try:
+            lines = await self.call(
+                self.manager.logs,
+                name,
+                backend=found.name,
+                replica=replica,
+                offset=offset,
+                follow=True,
+                stop=stop,
+            )
+            final = lambda: views.job_summary(self.manager.get(name, found.name))  # noqa: E731
+            await stream_logs(self, lines, stop, final)
+        finally:
+            streams.discard(stop)
+        self.finish()
+
+    def on_connection_close(self) -> None:
+        stop = getattr(self, "_stop", None)
+        if stop is not None:
+            stop.set()
+
+
+class MetricsHandler(DDLHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, name: str) -> None:
+        """Metric points parsed (by the shared parser) from one replica's log, from
+        ``offset``: the chart asks again from ``next_offset``."""
+        backend = self.arg("backend")
+        offset = views.parse_int(self.arg("offset"), "offset", default=0) or 0
+        status = await self.call(self.manager.get, name, backend)
+        replica = self.arg("replica") or views.default_metrics_replica(status)
+        if replica is None:
+            self.reply({"replica": None, "points": [], "next_offset": offset})
+            return
+        lines = await self.call(
+            lambda: list(
+                self.manager.logs(name, backend=status.backend, replica=replica, offset=offset)
+            )
+        )
+        self.reply(
+            {
+                "replica": replica,
+                "points": views.metric_points(lines),
+                "next_offset": views.next_offsets(lines, offset).get(replica, offset),
+            }
+        )
+
+
+_JOB = r"(?P<name>[^/]+)"
+
+
+def routes(base_url: str = "/") -> list[tuple[str, type[DDLHandler]]]:
+    """URL patterns → handlers, under ``base_url`` (the ExtensionApp adds the server's)."""
+
+    def url(*parts: str) -> str:
+        return url_path_join(base_url, NAMESPACE, *parts)
+
+    return [
+        (url("backends"), BackendsHandler),
+        (url("jobs"), JobsHandler),
+        (url("jobs", _JOB), JobHandler),
+        (url("jobs", _JOB, "cancel"), CancelHandler),
+        (url("jobs", _JOB, "logs"), LogsHandler),
+        (url("jobs", _JOB, "metrics"), MetricsHandler),
+    ]

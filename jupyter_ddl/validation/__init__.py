@@ -1,0 +1,128 @@
+"""Job spec validation: one message per problem, naming the field and what to do.
+
+``problems(spec)`` returns every problem found (empty when the spec is good);
+``validate(spec)`` raises ``ValidationError`` listing them all. The rules come from the
+strategy catalog and from what the operators and the API server refuse
+(``shared/kubeflow-contract.md`` §1.2, §3.1, §4.1), so a bad job fails here, in the
+notebook, rather than as a Warning Event nobody reads (§10.7).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .. import contract, names
+from ..errors import ValidationError
+from ..models import JobSpec
+from ..strategies import CATALOG, Strategy
+from .kube import env_problems, metadata_problems, operator_env_problems, placement_problems
+from .policy import gang_problems, run_policy_problems
+from .resources import resource_problems, torch_option_problems
+
+TARGETS = ("TrainJob",)
+
+
+def problems(spec: JobSpec) -> list[str]:
+    """Every problem of ``spec``, each one line: ``field: cause; what to do``."""
+    strategy = CATALOG.get(spec.strategy)
+    if strategy is None:
+        known = ", ".join(CATALOG)
+        return [f"strategy: unknown strategy {spec.strategy!r}; choose one of: {known}"]
+    out = _name_syntax(spec) + _replicas(spec, strategy) + _target(spec, strategy)
+    if not out:  # these need a good name, sane counts and a known job kind
+        out += _name_length(spec)
+        out += operator_env_problems(spec)
+    checks: list[Callable[[JobSpec, Strategy], list[str]]] = [
+        resource_problems,
+        torch_option_problems,
+        run_policy_problems,
+        gang_problems,
+        env_problems,
+        placement_problems,
+        metadata_problems,
+    ]
+    for check in checks:
+        out += check(spec, strategy)
+    return out
+
+
+def validate(spec: JobSpec) -> None:
+    """Raise ValidationError listing every problem of ``spec``; return when it is good."""
+    found = problems(spec)
+    if found:
+        raise ValidationError(found)
+
+
+# -- name and counts -------------------------------------------------------------
+def _name_syntax(spec: JobSpec) -> list[str]:
+    if not spec.name:
+        return ["name: the job has no name; give one or let jupyter-ddl generate it"]
+    if not names.is_dns1035_label(spec.name):
+        return [
+            f"name: {spec.name!r} is not a DNS-1035 label; use lowercase letters, digits and "
+            "'-', start with a letter, end with a letter or digit, at most 63 characters"
+        ]
+    return []
+
+
+def _name_length(spec: JobSpec) -> list[str]:
+    kind = contract.job_kind(spec)
+    longest = names.longest_derived(spec.name, kind, contract.effective_replicas(spec))
+    if len(longest) > names.MAX_LABEL:
+        room = names.MAX_LABEL - (len(longest) - len(spec.name))
+        return [
+            f"name: {spec.name!r} is too long: the operator names a replica {longest!r} "
+            f"({len(longest)} > 63 characters); shorten the name to at most {room} characters"
+        ]
+    return []
+
+
+def _replicas(spec: JobSpec, strategy: Strategy) -> list[str]:
+    out = []
+    trainjob = spec.target == "TrainJob"
+    for role, n in spec.replicas.items():
+        rule = strategy.rule(role)
+        if not isinstance(n, int) or isinstance(n, bool):
+            out.append(f"replicas.{role}: {n!r} is not a whole number; give a count such as 2")
+        elif n < 0:
+            out.append(f"replicas.{role}: {n} is negative; give a count of at least 0")
+        elif role == "Node" and trainjob:
+            if n < 1:
+                out.append("replicas.Node: a TrainJob needs at least 1 node; set Node to 1 or more")
+        elif rule is None:
+            out.append(
+                f"replicas.{role}: {strategy.name} has no {role} role; "
+                f"use only {', '.join(strategy.role_names)}"
+            )
+        elif not rule.allows(n):
+            out.append(
+                f"replicas.{role}: {strategy.name} needs {rule.describe()} {role}, got {n}; "
+                f"set {role} to {rule.default if rule.allows(rule.default) else rule.min}"
+            )
+    if not out and sum(contract.effective_replicas(spec).values()) == 0:
+        out.append("replicas: the job has no replicas; give at least one role a count of 1")
+    return out
+
+
+def _target(spec: JobSpec, strategy: Strategy) -> list[str]:
+    out = []
+    if spec.target is not None and spec.target not in TARGETS:
+        out.append(
+            f"target: unknown target {spec.target!r}; leave it empty (runs as {strategy.kind}) "
+            "or set 'TrainJob' for a Kubeflow Trainer v2 job"
+        )
+    elif spec.target == "TrainJob" and strategy.trainjob_runtime is None:
+        able = ", ".join(s.name for s in CATALOG.values() if s.trainjob_runtime)
+        out.append(
+            f"target: {strategy.name} cannot run as a TrainJob (Trainer v2 has no runtime for it); "
+            f"leave target empty (it runs as {strategy.kind}) or use one of: {able}"
+        )
+    if spec.runtime_ref is not None and spec.target != "TrainJob":
+        out.append(
+            "runtime_ref: only a TrainJob references a runtime; set target='TrainJob' or drop it"
+        )
+    elif spec.runtime_ref is not None and not names.is_dns1123_subdomain(spec.runtime_ref):
+        out.append(
+            f"runtime_ref: {spec.runtime_ref!r} is not a valid runtime name; use a lowercase DNS name"
+        )
+    return out

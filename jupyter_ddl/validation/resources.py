@@ -1,0 +1,118 @@
+"""Checks of resources, accelerators and framework options."""
+
+from __future__ import annotations
+
+from .. import contract, names
+from ..models import JobSpec
+from ..strategies import Strategy
+
+
+def resource_problems(spec: JobSpec, strategy: Strategy) -> list[str]:
+    out: list[str] = []
+    roles = set(strategy.role_names) | (
+        {"Node", "Launcher"} if spec.target == "TrainJob" else set()
+    )
+    for role in spec.resources:
+        if role not in roles:
+            out.append(
+                f"resources.{role}: {strategy.name} has no {role} role; "
+                f"give resources for {', '.join(sorted(roles))} only"
+            )
+    entries = [("default_resources", spec.default_resources, None)] + [
+        (f"resources.{r}", res, strategy.rule(r)) for r, res in spec.resources.items()
+    ]
+    for field, res, rule in entries:
+        for what, value in (("cpu", res.cpu), ("memory", res.memory)):
+            if value is not None and not names.is_quantity(str(value)):
+                out.append(
+                    f"{field}.{what}: {value!r} is not a Kubernetes quantity; "
+                    f"write e.g. {'2 or 500m' if what == 'cpu' else '4Gi or 512Mi'}"
+                )
+        for what, count in (("gpu", res.gpu), ("tpu", res.tpu)):
+            if count < 0:
+                out.append(f"{field}.{what}: {count} is negative; give 0 or more")
+        for what, rname in (("gpu_resource", res.gpu_resource), ("tpu_resource", res.tpu_resource)):
+            if not names.is_resource_name(rname):
+                out.append(
+                    f"{field}.{what}: {rname!r} is not an extended resource name; "
+                    "use a vendor-qualified name such as nvidia.com/gpu"
+                )
+        if rule is not None and not rule.gpu and (res.gpu > 0 or res.tpu > 0):
+            out.append(
+                f"{field}.gpu: the {rule.role} role of {strategy.name} cannot use accelerators; "
+                f"set its gpu/tpu to 0 (give them to the Worker role)"
+            )
+    out += _accelerators(spec, strategy)
+    return out
+
+
+def _accelerators(spec: JobSpec, strategy: Strategy) -> list[str]:
+    roles = [r.role for r in strategy.roles]
+    tpus = sum(spec.resources_for(r).tpu for r in roles)
+    if strategy.needs_tpu and tpus <= 0:
+        return [
+            f"resources.tpu: {strategy.name} needs a TPU; set resources tpu (e.g. 8) and "
+            "tpu_resource (default google.com/tpu) on the Worker"
+        ]
+    if not strategy.needs_tpu and tpus > 0:
+        return [f"resources.tpu: {strategy.name} does not use TPUs; choose tf-tpu or set tpu to 0"]
+    return []
+
+
+# -- framework options -----------------------------------------------------------
+def torch_option_problems(spec: JobSpec, strategy: Strategy) -> list[str]:
+    out = []
+    torch = strategy.framework == "pytorch"
+    if spec.nproc_per_node is not None:
+        if not torch:
+            out.append(
+                f"nproc_per_node: only PyTorch strategies use it, not {strategy.name}; drop it"
+            )
+        elif strategy.name == "torch-dp":
+            out.append(
+                "nproc_per_node: torch-dp drives every GPU from one process; drop nproc_per_node "
+                "or choose torch-ddp for one process per GPU"
+            )
+        elif spec.nproc_per_node < 1:
+            out.append(f"nproc_per_node: {spec.nproc_per_node} is below 1; give 1 or more")
+    if spec.dist_backend is not None:
+        if not strategy.dist_backends:
+            out.append(
+                f"dist_backend: {strategy.name} has no distributed backend choice; drop dist_backend"
+            )
+        elif spec.dist_backend not in strategy.dist_backends:
+            out.append(
+                f"dist_backend: unknown backend {spec.dist_backend!r}; choose one of: "
+                + ", ".join(strategy.dist_backends)
+            )
+        elif spec.dist_backend == "nccl" and not _all_roles_have_gpus(spec, strategy):
+            out.append(
+                "dist_backend: nccl needs a GPU on every replica; add gpu resources or use gloo"
+            )
+    if spec.slots_per_worker != 1 and strategy.framework != "mpi" and strategy.name != "deepspeed":
+        out.append(
+            f"slots_per_worker: only MPI strategies use it, not {strategy.name}; leave it at 1"
+        )
+    elif spec.slots_per_worker < 1:
+        out.append(f"slots_per_worker: {spec.slots_per_worker} is below 1; give 1 or more")
+    if strategy.elastic:
+        out += _elastic(spec)
+    return out
+
+
+def _all_roles_have_gpus(spec: JobSpec, strategy: Strategy) -> bool:
+    return all(spec.resources_for(r.role).gpu > 0 for r in strategy.roles if r.gpu)
+
+
+def _elastic(spec: JobSpec) -> list[str]:
+    opts = spec.backend_options
+    for key in ("elastic_min_replicas", "elastic_max_replicas"):
+        v = opts.get(key)
+        if v is not None and (not isinstance(v, int) or v < 1):
+            return [f"backend_options.{key}: {v!r} must be a whole number ≥ 1; fix or drop it"]
+    lo, hi = contract.elastic_bounds(spec)
+    if lo > hi:
+        return [
+            f"backend_options.elastic_min_replicas: {lo} exceeds elastic_max_replicas {hi}; lower it"
+        ]
+    return []

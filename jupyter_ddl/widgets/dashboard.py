@@ -1,0 +1,114 @@
+"""The job dashboard shown in a cell's output: a view over the job API.
+
+``Dashboard(manager, name, ...).start()`` displays the view and follows the job on
+background threads (see ``follow.py``); the cell returns at once. ``wait()`` blocks
+until the job ended and the final output was written. Cancel and Detach go through
+the same manager every other surface uses.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from ..config import Config
+from ..errors import DDLError
+from ..manager import JobManager
+from ..models import JobEvent
+from .follow import Follower
+from .state import DashboardState
+from .views import DisplayFn, TextView, WidgetView
+
+
+def widgets_available(shell: Any = None) -> bool:
+    """Widgets render only in a kernel with a front end; ``JUPYTER_DDL_WIDGETS=0/1``
+    overrides the guess (tests, terminals)."""
+    forced = os.environ.get("JUPYTER_DDL_WIDGETS")
+    if forced is not None:
+        return forced.strip().lower() in ("1", "true", "yes", "on")
+    try:
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        return False
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+class Dashboard:
+    """Live view of one job; ``from_start`` replays the logs already written."""
+
+    def __init__(
+        self,
+        manager: JobManager,
+        name: str,
+        *,
+        backend: str | None = None,
+        config: Config | None = None,
+        widgets: bool = False,
+        from_start: bool = True,
+        display: DisplayFn | None = None,
+    ) -> None:
+        cfg = config or manager.config
+        self.manager = manager
+        self.name = name
+        self.backend = backend
+        self.from_start = from_start
+        self.state = DashboardState(name, tail=cfg.log_tail)
+        self.refresh_hz = cfg.refresh_hz
+        self.widgets = widgets
+        self.display = display
+        self.view: TextView | WidgetView | None = None
+        self.follower: Follower | None = None
+
+    def start(self) -> Dashboard:
+        self._prefill()
+        if self.widgets:
+            self.view = WidgetView(
+                self.state, on_cancel=self.cancel, on_detach=self.detach, display=self.display
+            )
+        else:
+            self.view = TextView(self.state, display=self.display)
+        self.follower = Follower(self._events, self.state, self.view, refresh_hz=self.refresh_hz)
+        if self.state.finished:
+            self.follower.run_here()  # nothing live to follow: replay now, output complete
+        else:
+            self.follower.start()
+        return self
+
+    def _prefill(self) -> None:
+        try:
+            status = self.manager.get(self.name, self.backend)
+        except DDLError:
+            return  # the watch reports it
+        from ..models import EventKind
+
+        self.state.apply(JobEvent(EventKind.STATUS, self.name, status=status))
+
+    def _events(self, stop: threading.Event) -> Iterable[JobEvent]:
+        return self.manager.watch(
+            self.name, backend=self.backend, stop=stop, from_start=self.from_start
+        )
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the stream ended and the final output was written; True if so."""
+        return self.follower.join(timeout) if self.follower else True
+
+    def cancel(self) -> None:
+        """Cancel the job (button or ``%ddl cancel``); errors show in the header."""
+        try:
+            self.manager.cancel(self.name, self.backend)
+        except DDLError as e:
+            if self.follower:
+                with self.follower.lock:
+                    self.state.error = str(e)
+                    self.state.version += 1
+
+    def detach(self) -> None:
+        """Stop following; the job keeps running."""
+        if self.follower:
+            self.follower.detach()
+
+    @property
+    def running(self) -> bool:
+        return bool(self.follower and self.follower.running)

@@ -1,0 +1,223 @@
+"""The submit form ``%%distribute`` shows when no strategy is given (ipywidgets).
+
+The form only collects choices into ``DistributeArgs``; submitting and dry runs are
+callbacks the magic supplies, so the form goes through the same path as flags (and so
+through the job API). Role fields follow the chosen strategy; its RoleRule limits are
+checked on every keystroke and Submit stays disabled while anything is wrong. The last
+choice is remembered per notebook in the data directory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..config import data_dir
+from ..errors import DDLError
+from ..magic_args import DistributeArgs, spec_from_args
+from ..strategies import CATALOG, FRAMEWORKS, by_framework, get_strategy
+from ..validation import problems
+
+_ROLE_FLAGS = {"Worker": "workers", "PS": "ps", "Chief": "chief", "Evaluator": "evaluator"}
+_FRAMEWORK_TITLES = {"tensorflow": "TensorFlow", "pytorch": "PyTorch", "mpi": "MPI / Horovod"}
+
+Action = Callable[[DistributeArgs], None]
+
+
+def prefs_path() -> Path:
+    return data_dir() / "form-choices.json"
+
+
+def load_choice(notebook: str | None) -> dict[str, Any]:
+    try:
+        data = json.loads(prefs_path().read_text())
+    except (OSError, ValueError):
+        return {}
+    choice = data.get(notebook or "", {})
+    return choice if isinstance(choice, dict) else {}
+
+
+def save_choice(notebook: str | None, choice: dict[str, Any]) -> None:
+    path = prefs_path()
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        data = {}
+    data[notebook or ""] = choice
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+    tmp.replace(path)
+
+
+class DistributeForm:
+    """Widgets for every %%distribute choice; ``submit``/``dry_run`` get the args."""
+
+    def __init__(
+        self,
+        *,
+        submit: Action,
+        dry_run: Action,
+        backends: list[str],
+        notebook: str | None = None,
+        default_backend: str = "local",
+    ) -> None:
+        import ipywidgets as w
+
+        self._w = w
+        self._submit, self._dry_run = submit, dry_run
+        self.notebook = notebook
+        saved = load_choice(notebook)
+        strategy = saved.get("strategy") if saved.get("strategy") in CATALOG else "torch-ddp"
+        framework = CATALOG[strategy].framework
+        self.framework = w.ToggleButtons(
+            options=[(_FRAMEWORK_TITLES[f], f) for f in FRAMEWORKS], value=framework
+        )
+        self.strategy = w.Dropdown(
+            description="Strategy", options=self._options(framework), value=strategy
+        )
+        self.explanation = w.HTML()
+        self.roles_box = w.VBox()
+        self.role_fields: dict[str, Any] = {}
+        self.gpus = w.IntText(
+            description="GPUs", value=int(saved.get("gpus", 0)), continuous_update=True
+        )
+        self.cpu = w.Text(description="CPU", value=saved.get("cpu") or "", placeholder="e.g. 2")
+        self.memory = w.Text(
+            description="Memory", value=saved.get("memory") or "", placeholder="e.g. 4Gi"
+        )
+        backend = saved.get("backend") if saved.get("backend") in backends else default_backend
+        self.backend = w.Dropdown(description="Backend", options=backends, value=backend)
+        self.image = w.Text(
+            description="Image", value=saved.get("image") or "", placeholder="default base image"
+        )
+        self.gang = w.Checkbox(description="Gang scheduling", value=bool(saved.get("gang")))
+        self.queue = w.Text(description="Queue", value=saved.get("queue") or "")
+        self.kube_box = w.VBox([self.image, self.gang, self.queue])
+        self.name = w.Text(description="Name", placeholder="generated")
+        self.submit_button = w.Button(description="Submit", button_style="primary", icon="play")
+        self.dry_run_button = w.Button(description="Dry run", icon="eye")
+        self.error = w.HTML()
+        self.output = w.Output()
+        self.submit_button.on_click(lambda _b: self._act(self._submit))
+        self.dry_run_button.on_click(lambda _b: self._act(self._dry_run))
+        self.framework.observe(self._framework_changed, "value")
+        self.strategy.observe(lambda _c: self._strategy_changed(), "value")
+        for field in (self.gpus, self.cpu, self.memory, self.backend, self.gang, self.queue):
+            field.observe(lambda _c: self.check(), "value")
+        self.backend.observe(lambda _c: self._show_kube(), "value")
+        self._strategy_changed(saved.get("replicas") or {})
+        self._show_kube()
+        self.widget = w.VBox(
+            [
+                self.framework,
+                self.strategy,
+                self.explanation,
+                self.roles_box,
+                w.HBox([self.gpus, self.cpu, self.memory]),
+                self.backend,
+                self.kube_box,
+                self.name,
+                w.HBox([self.submit_button, self.dry_run_button]),
+                self.error,
+                self.output,
+            ]
+        )
+
+    # -- reacting to input -------------------------------------------------------------------
+    @staticmethod
+    def _options(framework: str) -> list[tuple[str, str]]:
+        return [(f"{s.title} ({s.name})", s.name) for s in by_framework()[framework]]
+
+    def _framework_changed(self, change: dict[str, Any]) -> None:
+        options = self._options(change["new"])
+        self.strategy.options = options
+        self.strategy.value = options[0][1]
+
+    def _strategy_changed(self, counts: dict[str, int] | None = None) -> None:
+        s = get_strategy(self.strategy.value)
+        self.explanation.value = f"<i>{s.summary}</i>"
+        self.role_fields = {}
+        for rule in s.roles:
+            if rule.min == rule.max:
+                continue  # fixed by the strategy (one Master, one Launcher): nothing to choose
+            value = (counts or {}).get(rule.role, rule.default)
+            field = self._w.IntText(
+                description=rule.role, value=value, continuous_update=True,
+                tooltip=f"{rule.describe()}",
+            )  # fmt: skip
+            field.observe(lambda _c: self.check(), "value")
+            self.role_fields[rule.role] = field
+        self.roles_box.children = list(self.role_fields.values())
+        self.check()
+
+    def _show_kube(self) -> None:
+        self.kube_box.layout.display = None if self.backend.value == "kubernetes" else "none"
+
+    # -- reading the choice ----------------------------------------------------------------
+    def args(self) -> DistributeArgs:
+        """The choice as the flags it stands for."""
+        a = DistributeArgs(strategy=self.strategy.value, gpus=self.gpus.value)
+        for role, field in self.role_fields.items():
+            if role == "Master":
+                continue
+            setattr(a, _ROLE_FLAGS[role], field.value)
+        a.cpu = self.cpu.value.strip() or None
+        a.memory = self.memory.value.strip() or None
+        a.backend = self.backend.value
+        a.name = self.name.value.strip() or None
+        if self.backend.value == "kubernetes":
+            a.image = self.image.value.strip() or None
+            a.gang = "volcano" if self.gang.value else None
+            a.queue = self.queue.value.strip() or None
+        return a
+
+    def check(self) -> list[str]:
+        """Validate the current choice; show every problem inline and disable Submit."""
+        try:
+            spec = spec_from_args(self.args(), name="form-check", backend=self.backend.value)
+            found = problems(spec)
+        except DDLError as e:
+            found = [str(e)]
+        self.error.value = (
+            "<ul style='color:#d62728;margin:0'>"
+            + "".join(f"<li>{_esc(p)}</li>" for p in found)
+            + "</ul>"
+            if found
+            else ""
+        )
+        self.submit_button.disabled = bool(found)
+        self.dry_run_button.disabled = bool(found)
+        return found
+
+    def _act(self, action: Action) -> None:
+        if self.check():
+            return
+        args = self.args()
+        save_choice(self.notebook, self._choice(args))
+        with self.output:
+            try:
+                action(args)
+            except DDLError as e:
+                self.error.value = f"<span style='color:#d62728'>{_esc(str(e))}</span>"
+
+    def _choice(self, a: DistributeArgs) -> dict[str, Any]:
+        return {
+            "strategy": a.strategy,
+            "replicas": {r: f.value for r, f in self.role_fields.items()},
+            "gpus": a.gpus,
+            "cpu": a.cpu,
+            "memory": a.memory,
+            "backend": a.backend,
+            "image": self.image.value.strip() or None,
+            "gang": self.gang.value,
+            "queue": self.queue.value.strip() or None,
+        }
+
+
+def _esc(text: str) -> str:
+    from html import escape
+
+    return escape(text)

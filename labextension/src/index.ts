@@ -1,0 +1,115 @@
+/**
+ * Plugins only: wiring of the sidebar, the job view, the notebook command and
+ * the settings. Behaviour lives in the modules imported below.
+ */
+import {
+  ILayoutRestorer,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import { ICommandPalette, MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
+import { INotebookTracker } from '@jupyterlab/notebook';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { LabIcon } from '@jupyterlab/ui-components';
+
+import { distributeActiveCell, distributeFlags } from './distribute';
+import { JobView } from './jobview';
+import { JobModel, JobsModel } from './model';
+import { JobsPanel } from './sidebar';
+import { CommandIDs, DEFAULT_SETTINGS, ISettings, PLUGIN_ID } from './tokens';
+
+const ddlIcon = new LabIcon({
+  name: 'jupyter-ddl:jobs',
+  svgstr:
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><g class="jp-icon3" fill="#616161">' +
+    '<circle cx="5" cy="6" r="2.5"/><circle cx="5" cy="18" r="2.5"/><circle cx="19" cy="12" r="2.5"/>' +
+    '<path d="M7 6.8l10 4.4-.6 1.4L6.4 8.2zM6.4 15.8l10-4.4.6 1.4-10 4.4z"/></g></svg>'
+});
+
+const plugin: JupyterFrontEndPlugin<void> = {
+  id: PLUGIN_ID,
+  description: 'Distributed training jobs: sidebar, job view with live logs, Distribute this cell.',
+  autoStart: true,
+  requires: [INotebookTracker],
+  optional: [ISettingRegistry, ICommandPalette, ILayoutRestorer],
+  activate: async (
+    app: JupyterFrontEnd,
+    notebooks: INotebookTracker,
+    registry: ISettingRegistry | null,
+    palette: ICommandPalette | null,
+    restorer: ILayoutRestorer | null
+  ) => {
+    const settings: ISettings = { ...DEFAULT_SETTINGS };
+    const jobs = new JobsModel(settings.refreshInterval);
+    const tracker = new WidgetTracker<MainAreaWidget<JobView>>({ namespace: 'jupyter-ddl' });
+
+    const panel = new JobsPanel(jobs, app.commands);
+    panel.title.icon = ddlIcon;
+    app.shell.add(panel, 'left', { rank: 650 });
+    restorer?.add(panel, panel.id);
+
+    app.commands.addCommand(CommandIDs.openJob, {
+      label: args => `Training job ${args.name as string}`,
+      execute: args => {
+        const name = args.name as string;
+        const open = tracker.find(w => w.content.model.name === name);
+        if (open) {
+          app.shell.activateById(open.id);
+          return;
+        }
+        const view = new MainAreaWidget({ content: new JobView(new JobModel(name, settings.refreshInterval)) });
+        view.id = `jupyter-ddl-job-${name}`;
+        view.title.label = name;
+        view.title.icon = ddlIcon;
+        void tracker.add(view);
+        app.shell.add(view, 'main');
+        app.shell.activateById(view.id);
+      }
+    });
+
+    app.commands.addCommand(CommandIDs.refresh, {
+      label: 'Refresh training jobs',
+      execute: () => jobs.refresh()
+    });
+
+    app.commands.addCommand(CommandIDs.distributeCell, {
+      label: 'Distribute this cell',
+      caption: 'Run this cell as a distributed training job (%%distribute)',
+      icon: ddlIcon,
+      isEnabled: () => notebooks.activeCell?.model.type === 'code',
+      execute: () =>
+        distributeActiveCell(notebooks, distributeFlags(settings.defaultFlags, settings.defaultBackend))
+    });
+
+    if (palette) {
+      palette.addItem({ command: CommandIDs.distributeCell, category: 'Distributed training' });
+      palette.addItem({ command: CommandIDs.refresh, category: 'Distributed training' });
+    }
+    app.contextMenu.addItem({ command: CommandIDs.distributeCell, selector: '.jp-CodeCell', rank: 60 });
+    notebooks.activeCellChanged.connect(() => app.commands.notifyCommandChanged(CommandIDs.distributeCell));
+
+    if (restorer) {
+      void restorer.restore(tracker, {
+        command: CommandIDs.openJob,
+        args: w => ({ name: w.content.model.name }),
+        name: w => w.content.model.name
+      });
+    }
+
+    if (registry) {
+      const apply = (loaded: ISettingRegistry.ISettings) => {
+        Object.assign(settings, loaded.composite as unknown as ISettings);
+        jobs.interval = settings.refreshInterval;
+      };
+      try {
+        const loaded = await registry.load(PLUGIN_ID);
+        apply(loaded);
+        loaded.changed.connect(apply);
+      } catch (error) {
+        console.warn(`jupyter-ddl: settings not loaded, using defaults (${error})`);
+      }
+    }
+  }
+};
+
+export default plugin;

@@ -1,0 +1,160 @@
+/**
+ * The REST helper: every call to the server goes through here, with the server's
+ * base URL and credentials (ServerConnection), so the extension works under a
+ * base URL prefix (Kubeflow notebook servers) and behind JupyterHub.
+ */
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+
+import { ILogLine, NAMESPACE } from './tokens';
+
+/** An error answer of the API: the server's one-line message. */
+export class APIError extends Error {
+  constructor(
+    readonly status: number,
+    message: string
+  ) {
+    super(message);
+  }
+}
+
+function url(path: string, params: Record<string, string | number | undefined> = {}): string {
+  const settings = ServerConnection.makeSettings();
+  const query = Object.entries(params)
+    .filter(([, v]) => v !== undefined && v !== '')
+    .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`)
+    .join('&');
+  const base = URLExt.join(settings.baseUrl, NAMESPACE, path);
+  return query ? `${base}?${query}` : base;
+}
+
+/** Call the API; resolves with the JSON body, rejects with an APIError. */
+export async function requestAPI<T>(
+  path: string,
+  init: RequestInit = {},
+  params: Record<string, string | number | undefined> = {}
+): Promise<T> {
+  const settings = ServerConnection.makeSettings();
+  let response: Response;
+  try {
+    response = await ServerConnection.makeRequest(url(path, params), init, settings);
+  } catch (error) {
+    throw new ServerConnection.NetworkError(error as TypeError);
+  }
+  const text = await response.text();
+  let data: unknown = null;
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = { message: text };
+    }
+  }
+  if (!response.ok) {
+    const message = (data as { message?: string } | null)?.message ?? response.statusText;
+    throw new APIError(response.status, message);
+  }
+  return data as T;
+}
+
+/** One parsed server-sent event. */
+export interface ISSEvent {
+  event: string;
+  id: string | null;
+  data: string;
+}
+
+/** Split an SSE text buffer into complete events and the unfinished rest. */
+export function parseSSE(buffer: string): { events: ISSEvent[]; rest: string } {
+  const events: ISSEvent[] = [];
+  const blocks = buffer.split('\n\n');
+  const rest = blocks.pop() ?? '';
+  for (const block of blocks) {
+    const ev: ISSEvent = { event: 'message', id: null, data: '' };
+    let isComment = true;
+    for (const line of block.split('\n')) {
+      if (line.startsWith(':') || !line) {
+        continue;
+      }
+      isComment = false;
+      const [field, ...value] = line.split(': ');
+      const v = value.join(': ');
+      if (field === 'event') {
+        ev.event = v;
+      } else if (field === 'id') {
+        ev.id = v;
+      } else if (field === 'data') {
+        ev.data = ev.data ? `${ev.data}\n${v}` : v;
+      }
+    }
+    if (!isComment) {
+      events.push(ev);
+    }
+  }
+  return { events, rest };
+}
+
+export interface IFollowHandlers {
+  onLines(lines: ILogLine[]): void;
+  onEnd(final: { state: string } | null): void;
+  onError(message: string): void;
+}
+
+/**
+ * Follow one replica's log from `offset` until the job ends or `signal` aborts.
+ * Uses fetch streaming rather than EventSource, so the request carries the same
+ * credentials as every other API call (EventSource cannot send the token header).
+ */
+export async function followLogs(
+  job: string,
+  replica: string,
+  offset: number,
+  handlers: IFollowHandlers,
+  signal: AbortSignal
+): Promise<void> {
+  const settings = ServerConnection.makeSettings();
+  const target = url(`jobs/${encodeURIComponent(job)}/logs`, { replica, offset, follow: 'true' });
+  let response: Response;
+  try {
+    response = await ServerConnection.makeRequest(target, { signal }, settings);
+  } catch (error) {
+    if (!signal.aborted) {
+      handlers.onError(String(error));
+    }
+    return;
+  }
+  if (!response.ok || !response.body) {
+    handlers.onError(`${response.status} ${(await response.text()) || response.statusText}`);
+    return;
+  }
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) {
+        break;
+      }
+      const parsed = parseSSE(buffer + value);
+      buffer = parsed.rest;
+      const lines: ILogLine[] = [];
+      for (const ev of parsed.events) {
+        if (ev.event === 'log') {
+          lines.push(JSON.parse(ev.data) as ILogLine);
+        } else if (ev.event === 'end') {
+          handlers.onLines(lines.splice(0));
+          handlers.onEnd(JSON.parse(ev.data));
+        } else if (ev.event === 'error') {
+          handlers.onError((JSON.parse(ev.data) as { message: string }).message);
+        }
+      }
+      if (lines.length) {
+        handlers.onLines(lines);
+      }
+    }
+  } catch (error) {
+    if (!signal.aborted) {
+      handlers.onError(String(error));
+    }
+  }
+}

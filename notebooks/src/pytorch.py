@@ -1,0 +1,247 @@
+# %% [markdown]
+# # PyTorch: DataParallel, DDP, torchrun and Ignite
+#
+# PyTorch has two ways to train one model on several devices:
+#
+# - **DataParallel** (`torch.nn.DataParallel`): *one* process. Each batch is split over
+#   the GPUs of one machine, the results gathered back on the first GPU. Easy, limited
+#   to one machine, and slowed down by Python's global lock.
+# - **DistributedDataParallel** (DDP): *one process per device*, on as many machines as
+#   you like. Each process computes gradients on its own share of the data, then the
+#   processes average gradients with an all-reduce. This is what PyTorch recommends,
+#   even on a single machine.
+#
+# Below we run both, then look at the communication backends (gloo, nccl), `torchrun`
+# with several processes per replica, and PyTorch Ignite's `idist`.
+
+# %%
+%load_ext jupyter_ddl
+
+# %% [markdown]
+# ## Shared code
+#
+# These definitions run in the notebook kernel and travel with every `%%distribute`
+# cell that uses them. `torch` is imported inside the functions, so the kernel itself
+# stays light.
+
+# %%
+def make_data(n=512, seed=0):
+    """The same generated regression data on every replica: y = x . [1..8] + noise."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 8, generator=g)
+    y = x @ torch.arange(1.0, 9.0).unsqueeze(1) + 0.1 * torch.randn(n, 1, generator=g)
+    return torch.utils.data.TensorDataset(x, y)
+
+
+def fit(model, loader, epochs=15, lr=0.1):
+    """Plain SGD on mean squared error; returns the last batch's loss."""
+    import torch
+
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    for epoch in range(epochs):
+        if hasattr(loader.sampler, "set_epoch"):
+            loader.sampler.set_epoch(epoch)  # a new shuffle each epoch, the same on every rank
+        for x, y in loader:
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+    return loss.item()
+
+
+def checksum(model):
+    """One number that changes if any weight differs."""
+    return sum(p.detach().double().sum().item() for p in model.parameters())
+
+# %%
+from jupyter_ddl.manager import default_manager
+from jupyter_ddl.metrics import METRIC_MARKER, parse_metric_line
+
+jobs = default_manager()  # the one API behind %%distribute and %ddl
+
+
+def results():
+    """State of the newest job (the one the cell above ran) and each replica's
+    last report(...) values, read back from the replicas' logs."""
+    job = jobs.list(backend=jobs.config.backend)[0]  # newest first
+    reports, per_replica = [], {}
+    for line in jobs.logs(job.name, backend=job.backend):
+        if METRIC_MARKER in line.text:
+            values = parse_metric_line(line.text).values
+            reports.append({"replica": line.replica, **values})
+            per_replica.setdefault(line.replica, {}).update(values)
+    return {"job": job.name, "state": job.state.value, "replicas": per_replica, "reports": reports}
+
+# %% [markdown]
+# ## 1. DataParallel: one replica
+#
+# `torch-dp` runs one replica (a PyTorchJob with just a Master). With no GPU,
+# `DataParallel` simply calls the wrapped model; with four GPUs it would split each
+# batch of 64 into four batches of 16.
+
+# %%
+%%distribute --strategy torch-dp --wait
+import torch
+
+model = torch.nn.DataParallel(torch.nn.Linear(8, 1))
+print("GPUs this replica can see:", torch.cuda.device_count())
+loader = torch.utils.data.DataLoader(make_data(), batch_size=64, shuffle=True)
+loss = fit(model, loader)
+report(loss=loss, checksum=checksum(model))
+
+# %%
+dp = results()
+dp
+
+# %% [markdown]
+# ## 2. DistributedDataParallel: two replicas
+#
+# Two processes (a Master and one Worker). Three things make it data parallel:
+#
+# 1. the process group, which the runtime set up from `MASTER_ADDR`, `RANK` and
+#    `WORLD_SIZE` before the cell started (a cell calling `dist.init_process_group()`
+#    itself works too);
+# 2. `DistributedSampler`, which hands each rank a different half of the data;
+# 3. `DistributedDataParallel`, which averages gradients during `backward()`.
+#
+# Each replica now takes half as many steps per epoch as the DataParallel run.
+
+# %%
+%%distribute --strategy torch-ddp --replicas 2 --wait
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler
+
+data = make_data()
+loader = DataLoader(data, batch_size=32, sampler=DistributedSampler(data, seed=0))
+model = DDP(torch.nn.Linear(8, 1))
+loss = fit(model, loader)
+print(f"rank {rank}: {len(loader)} batches per epoch, last loss {loss:.4f}")
+report(loss=loss, checksum=checksum(model))
+
+# %%
+ddp = results()
+ddp
+
+# %% [markdown]
+# The losses differ (each rank measured its own last batch), the checksums do not:
+# every rank applied the same averaged gradients.
+#
+# ## 3. gloo or nccl?
+#
+# The process group needs a communication backend:
+#
+# - **gloo** works on CPUs (and GPUs), over TCP. It is the default without GPUs and
+#   what all the jobs here use.
+# - **nccl** is NVIDIA's library for GPU-to-GPU all-reduce over NVLink and
+#   InfiniBand. It is much faster on GPUs and does not run without them.
+# - **mpi** uses an MPI library; PyTorch must be built with it.
+#
+# jupyter-ddl picks nccl when the replica has GPUs and gloo otherwise;
+# `--dist-backend` overrides it. A laptop cannot run an nccl job, but `--dry-run` shows
+# what would be submitted to a cluster: note the `nvidia.com/gpu` limits.
+
+# %%
+%%distribute --strategy torch-ddp --replicas 2 --gpus 1 --dist-backend nccl --dry-run
+import torch
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 1).to(device))
+
+# %% [markdown]
+# ## 4. torchrun and `nprocPerNode`
+#
+# A replica is one pod, and one pod may have several GPUs. With `--nproc-per-node 2`,
+# each replica starts `torchrun`, which starts two training processes inside it. Two
+# replicas × two processes = a world of four ranks. `RANK` is the global rank,
+# `LOCAL_RANK` the process's number inside its replica (the GPU it would use), and
+# `GROUP_RANK` the replica's number. On a cluster this becomes the PyTorchJob's
+# `spec.nprocPerNode`.
+
+# %%
+%%distribute --strategy torch-ddp --replicas 2 --nproc-per-node 2 --wait
+import os
+import torch
+import torch.distributed as dist
+
+ones = torch.ones(1)
+dist.all_reduce(ones)  # every rank adds 1
+print(f"RANK={os.environ['RANK']} LOCAL_RANK={os.environ['LOCAL_RANK']} "
+      f"GROUP_RANK={os.environ['GROUP_RANK']} WORLD_SIZE={os.environ['WORLD_SIZE']}")
+report(global_rank=dist.get_rank(), world=dist.get_world_size(), allreduce=ones.item())
+
+# %%
+torchrun = results()
+torchrun
+
+# %% [markdown]
+# ## 5. PyTorch Ignite's `idist`
+#
+# `ignite.distributed` (`idist`) wraps the same machinery in a few helpers:
+# `idist.Parallel` sets up the process group from the environment, `auto_model` wraps
+# the model in DDP, `auto_dataloader` adds the `DistributedSampler`, and Ignite's
+# `Engine` runs the loop. The same code runs on one CPU, on several GPUs or on several
+# machines.
+
+# %%
+%%distribute --strategy ignite --replicas 2 --wait
+import os
+
+import ignite.distributed as idist
+import torch
+from ignite.engine import create_supervised_trainer
+
+# One process per replica: the operator sets RANK and WORLD_SIZE but, unlike
+# torchrun, no LOCAL_RANK, which idist also reads. Here it is always 0.
+os.environ.setdefault("LOCAL_RANK", "0")
+
+
+def training(local_rank, config):
+    model = idist.auto_model(torch.nn.Linear(8, 1))
+    opt = idist.auto_optim(torch.optim.SGD(model.parameters(), lr=0.1))
+    loader = idist.auto_dataloader(make_data(), batch_size=64, shuffle=True)
+    trainer = create_supervised_trainer(model, opt, torch.nn.functional.mse_loss)
+    trainer.run(loader, max_epochs=15)
+    print(f"ignite rank {idist.get_rank()} of {idist.get_world_size()}, backend {idist.backend()}")
+    report(loss=trainer.state.output, checksum=checksum(model))
+
+
+with idist.Parallel(backend="gloo") as parallel:
+    parallel.run(training, {})
+
+# %%
+ignite_run = results()
+ignite_run
+
+# %% [markdown]
+# ## What we saw
+#
+# A summary of the five runs (the test suite checks these values):
+
+# %%
+def agree(run):
+    return len({round(r["checksum"], 6) for r in run["reports"]}) == 1
+
+
+runs = {"DataParallel": dp, "DDP": ddp, "torchrun": torchrun, "Ignite": ignite_run}
+for name, run in runs.items():
+    print(f"{name:13} {run['state']:10} {len(run['reports'])} report(s)")
+
+outcome = {
+    "states": {name: run["state"] for name, run in runs.items()},
+    "dp_loss": dp["reports"][-1]["loss"],
+    "ddp_loss": max(r["loss"] for r in ddp["reports"]),
+    "ddp_agree": agree(ddp) and len(ddp["reports"]) == 2,
+    "torchrun_ranks": sorted(int(r["global_rank"]) for r in torchrun["reports"]),
+    "torchrun_allreduce": sorted({r["allreduce"] for r in torchrun["reports"]}),
+    "ignite_agree": agree(ignite_run) and len(ignite_run["reports"]) == 2,
+    "ignite_loss": max(r["loss"] for r in ignite_run["reports"]),
+}
+outcome["ok"] = (
+    all(state == "Succeeded" for state in outcome["states"].values())
+    and outcome["ddp_agree"]
+    and outcome["ignite_agree"]
+    and outcome["torchrun_ranks"] == [0, 1, 2, 3]
+    and max(outcome["dp_loss"], outcome["ddp_loss"], outcome["ignite_loss"]) < 0.1
+)
+outcome

@@ -1,0 +1,204 @@
+# %% [markdown]
+# # TensorFlow: three strategies, one training function
+#
+# `tf.distribute` hides the distribution behind a **strategy** object: you build and
+# compile the model inside `strategy.scope()` and Keras does the rest. This notebook
+# runs the *same* training function under three strategies and only changes the
+# `%%distribute` line:
+#
+# | strategy | processes | how gradients move |
+# |---|---|---|
+# | `tf-mirrored` | 1 | all-reduce between the GPUs of one machine (here: its CPU) |
+# | `tf-multi-worker-mirrored` | N workers | synchronous all-reduce between processes |
+# | `tf-parameter-server` | chief + workers + PS | workers push updates to parameter servers, asynchronously |
+#
+# Inside every replica a name `strategy` is ready: the strategy that matches the
+# `--strategy` flag, created the first time the cell touches it.
+
+# %%
+%load_ext jupyter_ddl
+
+# %% [markdown]
+# ## The training function
+#
+# A linear model learns `y = x · [1..8]` from 2,048 generated samples. The data is
+# built inside the function, so nothing has to be downloaded. TensorFlow is imported
+# inside the function too: the notebook's own kernel never loads it, only the replicas
+# do.
+#
+# This cell runs in the notebook kernel and only *defines* `train`. When a later
+# `%%distribute` cell calls `train(strategy)`, jupyter-ddl ships this definition along
+# with that cell.
+
+# %%
+def train(strategy, epochs=4, steps=25):
+    """Fit a one-layer model under `strategy`; returns the last epoch's loss."""
+    import numpy as np
+    import tensorflow as tf
+
+    # Touch the strategy before any other TensorFlow op: MultiWorkerMirrored must
+    # configure its collectives when the program starts.
+    print(f"{strategy.num_replicas_in_sync} replica(s) in sync")
+    rng = np.random.RandomState(0)
+    x = rng.rand(2048, 8).astype("float32")
+    y = (x @ np.arange(1, 9, dtype="float32"))[:, None]
+    data = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(2048, seed=0).repeat().batch(64)
+
+    with strategy.scope():  # variables created here are placed by the strategy
+        model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(1)])
+        model.compile(optimizer=tf.keras.optimizers.SGD(0.05), loss="mse")
+    history = model.fit(data, epochs=epochs, steps_per_epoch=steps, verbose=2)
+    return history.history["loss"][-1]
+
+# %% [markdown]
+# A small helper for reading results back. Every replica prints its `report(...)`
+# values into its log; this collects the last ones per replica.
+
+# %%
+from jupyter_ddl.manager import default_manager
+from jupyter_ddl.metrics import METRIC_MARKER, parse_metric_line
+
+jobs = default_manager()  # the one API behind %%distribute and %ddl
+
+
+def results():
+    """State of the newest job (the one the cell above ran) and each replica's
+    last report(...) values, read back from the replicas' logs."""
+    job = jobs.list(backend=jobs.config.backend)[0]  # newest first
+    reports, per_replica = [], {}
+    for line in jobs.logs(job.name, backend=job.backend):
+        if METRIC_MARKER in line.text:
+            values = parse_metric_line(line.text).values
+            reports.append({"replica": line.replica, **values})
+            per_replica.setdefault(line.replica, {}).update(values)
+    return {"job": job.name, "state": job.state.value, "replicas": per_replica, "reports": reports}
+
+# %% [markdown]
+# ## 1. MirroredStrategy: one process
+#
+# One replica. With GPUs, MirroredStrategy copies the model onto each of them and sums
+# the gradients after every step. On a laptop there is one device, the CPU, so this
+# is the baseline the other two compare to.
+
+# %%
+%%distribute --strategy tf-mirrored --wait
+loss = train(strategy)
+report(loss=loss, replicas=strategy.num_replicas_in_sync)
+
+# %%
+mirrored = results()
+mirrored
+
+# %% [markdown]
+# ## 2. MultiWorkerMirroredStrategy: two workers in lock step
+#
+# Two processes, each with a full copy of the model. After every step they all-reduce
+# their gradients, so both apply the same update and stay identical. Each worker reads
+# the whole dataset here; `model.fit` shards it between workers automatically.
+#
+# Keras note: Keras 3's `model.fit` does not work under this strategy. jupyter-ddl
+# sets `TF_USE_LEGACY_KERAS=1` in the replicas when the `tf-keras` package is
+# installed, so `tf.keras` is the Keras 2 implementation that does.
+
+# %%
+%%distribute --strategy tf-multi-worker-mirrored --workers 2 --wait
+loss = train(strategy)
+report(loss=loss, replicas=strategy.num_replicas_in_sync)
+
+# %%
+multi_worker = results()
+multi_worker
+
+# %% [markdown]
+# Both workers report the same loss: they evaluated the same weights on the
+# same (global) batches.
+#
+# ## 3. ParameterServerStrategy: chief, workers and parameter servers
+#
+# Three kinds of process now:
+#
+# - **PS** (parameter server) replicas hold the variables;
+# - **workers** run training steps they are sent, reading and updating variables on the
+#   PS, without waiting for each other;
+# - the **chief** (the coordinator) runs your cell and dispatches steps to the workers.
+#
+# Only the chief runs the cell; jupyter-ddl starts a TensorFlow server in the PS and
+# worker replicas, which wait for the chief. When the chief finishes, the job is done
+# and the servers are stopped.
+
+# %%
+%%distribute --strategy tf-parameter-server --chief 1 --workers 1 --ps 1 --wait
+loss = train(strategy)
+report(loss=loss)
+
+# %%
+parameter_server = results()
+parameter_server
+
+# %% [markdown]
+# ## Roles and `TF_CONFIG`, seen from inside the replicas
+#
+# How does each process know who it is? On Kubernetes the TFJob operator sets one
+# environment variable, `TF_CONFIG`, in every replica: the whole `cluster` (every
+# role and its addresses) and this replica's `task` (its role and index). The local
+# backend sets exactly the same variable with `127.0.0.1` addresses.
+#
+# This job does no training: each replica prints what it was given. There is a chief,
+# two workers and an **evaluator**, a replica that usually reads checkpoints and
+# computes validation metrics on the side. Note that the evaluator appears in the
+# `cluster` map too.
+
+# %%
+%%distribute --strategy tf-multi-worker-mirrored --chief 1 --workers 2 --evaluator 1 --wait
+import json
+import os
+
+config = json.loads(os.environ["TF_CONFIG"])
+task = config["task"]
+print(f"I am {task['type']} {task['index']}; cluster: {config['cluster']}")
+report(role_index=task["index"], roles=len(config["cluster"]))
+
+# %%
+tf_config = results()
+sorted(tf_config["replicas"])
+
+# %% [markdown]
+# On a cluster the addresses are the DNS names of the pods' services instead. This is
+# what the operator would give each replica of a ParameterServer job named `mnist` in
+# namespace `team-a` (computed here, nothing runs):
+
+# %%
+from jupyter_ddl.contract import cluster_endpoints, replica_env, replica_ids
+from jupyter_ddl.models import JobSpec
+
+spec = JobSpec(name="mnist", strategy="tf-parameter-server",
+               replicas={"Chief": 1, "Worker": 2, "PS": 1})
+endpoints = cluster_endpoints(spec, namespace="team-a")
+for role, index in replica_ids(spec):
+    print(f"{role}-{index}:", replica_env(spec, role, index, endpoints)["TF_CONFIG"])
+
+# %% [markdown]
+# ## What we saw
+#
+# The same `train` function ran under three strategies; only the `%%distribute` line
+# changed. A summary (the test suite checks these values):
+
+# %%
+runs = {"mirrored": mirrored, "multi-worker": multi_worker, "parameter-server": parameter_server}
+for name, run in runs.items():
+    losses = ", ".join(f"{r}: {v['loss']:.3f}" for r, v in sorted(run["replicas"].items()))
+    print(f"{name:17} {run['state']:10} final loss {losses}")
+
+outcome = {
+    "states": {name: run["state"] for name, run in runs.items()},
+    "final_loss": {name: max(v["loss"] for v in run["replicas"].values()) for name, run in runs.items()},
+    "workers_agree": len({round(v["loss"], 5) for v in multi_worker["replicas"].values()}) == 1,
+    "multi_worker_replicas": sorted(multi_worker["replicas"]),
+    "tf_config_replicas": sorted(tf_config["replicas"]),
+}
+outcome["ok"] = (
+    all(state == "Succeeded" for state in outcome["states"].values())
+    and all(loss < 5.0 for loss in outcome["final_loss"].values())
+    and outcome["workers_agree"]
+)
+outcome

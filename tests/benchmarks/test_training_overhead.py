@@ -1,0 +1,59 @@
+"""The training-overhead benchmark: real 2-rank DDP over gloo, by hand and through the
+product's local backend. Few steps: this checks the measurement, not the figure."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from support import require
+
+from benchmarks import training_overhead as to
+
+
+def test_parse_takes_the_slowest_rank_and_needs_every_rank():
+    lines = [
+        "2026-11-21T23:00:00 step 0 loss 2.3",
+        f"2026-11-21T23:00:01 {to.MARKER} rank=1 140.500",
+        f"{to.MARKER} rank=0 150.250",
+    ]
+    assert to.parse_steps_per_s(lines) == 140.5
+    with pytest.raises(RuntimeError, match=r"ranks \[1\] printed no"):
+        to.parse_steps_per_s(lines[2:])
+
+
+def test_cell_is_valid_python_with_the_counts_filled_in():
+    src = to.cell_source(steps=7, warmup=3)
+    compile(src, "cell.py", "exec")
+    assert "range(7)" in src and "range(3)" in src and "{" not in src.split("print(f")[0]
+
+
+@pytest.mark.slow
+def test_by_hand_two_ranks_train_and_report(tmp_path):
+    require.module("torch")
+    rate = to.run_by_hand(tmp_path, to.cell_source(steps=40, warmup=5), timeout=90)
+    assert math.isfinite(rate) and rate > 1
+
+
+@pytest.mark.slow
+def test_by_hand_failure_names_the_rank_and_last_line(tmp_path):
+    require.module("torch")
+    bad = "import torch.distributed as dist\ndist.init_process_group('gloo')\nraise SystemExit(4)\n"
+    with pytest.raises(RuntimeError, match=r"by-hand rank \d exited 4"):
+        to.run_by_hand(tmp_path, bad, timeout=90)
+
+
+@pytest.mark.slow
+def test_one_row_with_both_figures_through_the_local_backend(data_dir):
+    require.module("torch")
+    require.module("jupyter_ddl.bundle")
+    from jupyter_ddl.backends import backend_class
+
+    backend_class("local")  # the local backend must load: no skip once it is in the tree
+    # A budget smaller than one pair: it still measures one pair, then stops.
+    (row,) = to.run(repeats=3, quick=True, steps=40, budget_s=1)
+    assert row.area == "training overhead" and row.unit == "steps/s"
+    assert row.measure.endswith("40 steps, 1 runs")
+    assert row.ours > 1 and row.baseline is not None and row.baseline > 1
+    assert row.ratio is not None and row.passed == (row.ratio >= to.TARGET_RATIO)
+    assert row.ours_range == (row.ours, row.ours)

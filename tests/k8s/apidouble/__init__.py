@@ -1,0 +1,107 @@
+"""A Kubernetes API double for tests: a real HTTP server on 127.0.0.1 that the
+official ``kubernetes`` client talks to, plus a test-side operator and kubelet that
+run every pod as a local process. ``ApiDouble`` wires the parts together."""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .kubelet import Kubelet, Scenario
+from .operator import Operator
+from .resources import DEFAULT_CRDS, Catalog
+from .server import Handler, State
+from .store import Store
+
+NAMESPACE = "team-a"
+
+
+class ApiDouble:
+    def __init__(self, crds: tuple[str, ...] = DEFAULT_CRDS, metrics: bool = True, history: int = 2000) -> None:
+        self.store = Store(history)
+        self.catalog = Catalog(crds, metrics)
+        self.state = State(self.store, self.catalog)
+        self.scenario = Scenario()
+        self._tmp = tempfile.TemporaryDirectory(prefix="apidouble-")
+        self.kubelet = Kubelet(self.store, self.scenario, Path(self._tmp.name))
+        self.operator = Operator(self.store, self.catalog)
+        self.state.pod_metrics = self._usage
+        handler = type("BoundHandler", (Handler,), {"state": self.state})
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+        self.store.create("core/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+
+    def start(self) -> ApiDouble:
+        self._thread.start()
+        self.operator.start()
+        self.kubelet.start()
+        return self
+
+    def stop(self) -> None:
+        self.store.closed = True
+        self.operator.stop()
+        self.kubelet.stop()
+        with self.store.cond:
+            self.store.cond.notify_all()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self._tmp.cleanup()
+
+    def __enter__(self) -> ApiDouble:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # -- helpers for tests ------------------------------------------------------------
+    def kubeconfig(self, path: Path, namespace: str = NAMESPACE, contexts: dict[str, str] | None = None) -> Path:
+        """Write a kubeconfig pointing at this double; ``contexts`` maps extra context
+        names to their namespace."""
+        ctx = {"double": namespace, **(contexts or {})}
+        doc = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "double", "cluster": {"server": self.url}}],
+            "users": [{"name": "tester", "user": {"token": "not-a-secret"}}],
+            "contexts": [{"name": n, "context": {"cluster": "double", "user": "tester", "namespace": ns}} for n, ns in ctx.items()],
+            "current-context": "double",
+        }
+        path.write_text(yaml.safe_dump(doc))
+        return path
+
+    def add_node(self, name: str, cpu: str = "8", memory: str = "32Gi", gpus: int = 0) -> None:
+        alloc = {"cpu": cpu, "memory": memory, **({"nvidia.com/gpu": str(gpus)} if gpus else {})}
+        self.store.create("core/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+                                            "status": {"allocatable": alloc, "capacity": alloc}})  # fmt: skip
+
+    def expire_watches(self) -> None:
+        self.store.expire_watches()
+
+    def requests(self, method: str | None = None, contains: str = "") -> list[tuple[str, str]]:
+        with self.state.lock:
+            return [r for r in self.state.requests if (method is None or r[0] == method) and contains in r[1]]
+
+    def _usage(self, ns: str, pod: str) -> dict[str, dict[str, str]] | None:
+        import psutil
+
+        proc = self.kubelet.procs.get((ns, pod))
+        if proc is None or proc.poll() is not None:
+            return None
+        try:
+            p = psutil.Process(proc.pid)
+            t = p.cpu_times()
+            mem = p.memory_info().rss
+        except psutil.Error:
+            return None
+        cpu_m = int((t.user + t.system) * 1000)  # cumulative, but shaped like a usage quantity
+        return {"main": {"cpu": f"{cpu_m}m", "memory": f"{mem // 1024}Ki"}}
+
+
+__all__ = ["ApiDouble", "NAMESPACE", "Scenario"]

@@ -1,0 +1,156 @@
+"""Path routing for the API double, plus the endpoints that are not plain CRUD:
+discovery, SelfSubjectAccessReview and pod logs."""
+
+from __future__ import annotations
+
+import datetime
+import time
+from typing import TYPE_CHECKING, Any
+
+from . import errors as E
+from .resources import METRICS
+
+if TYPE_CHECKING:
+    from .server import Handler
+
+
+def route(h: Handler, method: str, path: str, q: dict[str, str]) -> None:
+    cat = h.state.catalog
+    parts = [p for p in path.split("/") if p]
+    if path == "/version":
+        return h._send(200, {"major": "1", "minor": "33", "gitVersion": "v1.33.0-apidouble"})
+    if path == "/api":
+        return h._send(200, cat.api_versions())
+    if path == "/apis":
+        return h._send(200, cat.group_list())
+    if parts[:1] == ["api"] and len(parts) >= 2:
+        group, version, rest = "", parts[1], parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 3:
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        raise E.page_not_found()
+    if not rest:
+        doc = cat.resource_list(group, version)
+        if doc is None:
+            raise E.page_not_found()
+        return h._send(200, doc)
+    if (group, rest) == ("authorization.k8s.io", ["selfsubjectaccessreviews"]) and method == "POST":
+        return access_review(h, h._body() or {})
+    ns: str | None = None
+    if rest[0] == "namespaces" and len(rest) >= 3:
+        ns, rest = rest[1], rest[2:]
+    plural, name, sub = rest[0], (rest[1] if len(rest) > 1 else ""), (rest[2] if len(rest) > 2 else "")
+    res = cat.find(group, version, plural)
+    if res is None:
+        raise E.page_not_found()
+    verb = _verb(method, name, q)
+    h.authorize(verb, res, ns or "", name, sub)
+    if sub == "log" and res.plural == "pods":
+        return pod_log(h, ns or "", name, q)
+    if not name:
+        if method == "GET":
+            return h.do_list(res, ns, q)
+        if method == "POST":
+            return h.do_create(res, ns or "", h._body() or {})
+        raise E.ApiError(405, E.status(405, "MethodNotAllowed", f"{method} not allowed"))
+    if res is METRICS:
+        raise E.not_found(res, name)
+    if method == "GET":
+        obj = h.state.store.get(res.rid, ns or "", name)
+        if obj is None:
+            raise E.not_found(res, name)
+        return h._send(200, obj if sub != "status" else obj)
+    if method in ("PUT", "PATCH"):
+        return h.do_update(res, ns or "", name, sub, h._body(), h.headers.get("Content-Type", ""))
+    if method == "DELETE":
+        return h.do_delete(res, ns or "", name, q)
+    raise E.ApiError(405, E.status(405, "MethodNotAllowed", f"{method} not allowed"))
+
+
+def _verb(method: str, name: str, q: dict[str, str]) -> str:
+    if method == "GET":
+        if not name:
+            return "watch" if q.get("watch") in ("true", "1") else "list"
+        return "get"
+    return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
+
+
+def access_review(h: Handler, body: dict[str, Any]) -> None:
+    attrs = (body.get("spec") or {}).get("resourceAttributes") or {}
+    resource = attrs.get("resource", "")
+    if attrs.get("subresource"):
+        resource += "/" + attrs["subresource"]
+    allowed = h.state.allowed(attrs.get("verb", ""), resource)
+    body["status"] = {"allowed": allowed}
+    if not allowed:
+        body["status"]["reason"] = f"RBAC: no rule grants {attrs.get('verb')} on {resource}"
+    body.setdefault("apiVersion", "authorization.k8s.io/v1")
+    body.setdefault("kind", "SelfSubjectAccessReview")
+    h._send(201, body)
+
+
+def _stamp(t: float) -> bytes:
+    dt = datetime.datetime.fromtimestamp(t, datetime.timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ").encode()
+
+
+def pod_log(h: Handler, ns: str, name: str, q: dict[str, str]) -> None:
+    """GET .../pods/<name>/log, with the kubelet's answers for waiting containers."""
+    store = h.state.store
+    pod = store.get("core/v1/pods", ns, name)
+    if pod is None:
+        raise E.ApiError(404, E.status(404, "NotFound", f'pods "{name}" not found', {"name": name, "kind": "pods"}))
+    names = [c["name"] for c in pod["spec"]["containers"]]
+    cname = q.get("container") or (names[0] if len(names) == 1 else "")
+    if cname not in names:
+        raise E.bad_request(f"a container name must be specified for pod {name}, choose one of: {names}")
+    cs = next((c for c in (pod.get("status") or {}).get("containerStatuses") or [] if c["name"] == cname), {})
+    previous = q.get("previous") in ("true", "1")
+    if previous:
+        cid = ((cs.get("lastState") or {}).get("terminated") or {}).get("containerID")
+        if not cid:
+            raise E.bad_request(f'previous terminated container "{cname}" in pod "{name}" not found')
+    else:
+        cid = cs.get("containerID")
+        if not cid:
+            waiting = (cs.get("state") or {}).get("waiting") or {}
+            reason = waiting.get("reason", "ContainerCreating")
+            raise E.bad_request(f'container "{cname}" in pod "{name}" is waiting to start: {reason}')
+    follow = q.get("follow") in ("true", "1") and not previous
+    stream_log(h, cid, follow, q)
+
+
+def stream_log(h: Handler, cid: str, follow: bool, q: dict[str, str]) -> None:
+    store = h.state.store
+    with store.cond:
+        buf = store.logs.get(cid)
+        lines = list(buf.lines) if buf else []
+    sent = len(lines)
+    if q.get("sinceSeconds"):
+        cutoff = time.time() - float(q["sinceSeconds"])
+        lines = [ln for ln in lines if ln[0] >= cutoff]
+    if q.get("tailLines"):
+        n = int(q["tailLines"])
+        lines = lines[-n:] if n else []
+    stamps = q.get("timestamps") in ("true", "1")
+
+    def fmt(t: float, text: str) -> bytes:
+        return (_stamp(t) + b" " if stamps else b"") + text.encode() + b"\n"
+
+    h._start_stream("text/plain")
+    for t, text in lines:
+        h._chunk(fmt(t, text))
+    while follow and not store.closed:
+        with store.cond:
+            buf = store.logs.get(cid)
+            new = list(buf.lines[sent:]) if buf else []
+            done = bool(buf and buf.closed)
+            if not new and not done:
+                store.cond.wait(0.5)
+                continue
+        for t, text in new:
+            h._chunk(fmt(t, text))
+        sent += len(new)
+        if done and not new:
+            break
+    h._end_stream()

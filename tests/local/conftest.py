@@ -1,0 +1,83 @@
+"""Fixtures for the local backend's tests: a backend on an isolated data dir that
+cancels whatever is still running at teardown, and small submit/wait helpers."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import psutil
+import pytest
+
+from jupyter_ddl.backends.local import LocalBackend
+from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.models import JobSpec, JobStatus
+from tests.backend_contract import default_make_job
+
+
+@pytest.fixture
+def backend(data_dir):
+    b = LocalBackend()
+    yield b
+    for status in b.list():
+        if not status.state.finished:
+            b.cancel(status.name)
+
+
+@pytest.fixture
+def make_job():
+    return default_make_job
+
+
+def submit(
+    backend: LocalBackend, code: str, strategy: str, replicas: dict[str, int], **fields
+) -> str:
+    """Submit ``code`` as a job; returns its (unique) name."""
+    name = fields.pop("name", None) or f"t-{uuid.uuid4().hex[:8]}"
+    backend.submit(
+        JobSpec(name=name, strategy=strategy, replicas=replicas, **fields), build_bundle(code)
+    )
+    return name
+
+
+def wait(backend: LocalBackend, name: str, timeout: float = 150) -> JobStatus:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = backend.get(name)
+        if status.state.finished:
+            return status
+        time.sleep(0.25)
+    raise AssertionError(f"{name} did not finish in {timeout}s: {backend.get(name)}")
+
+
+def lines(backend: LocalBackend, name: str, replica: str) -> list[str]:
+    return [line.text for line in backend.logs(name, replica=replica)]
+
+
+def wait_line(
+    backend: LocalBackend, name: str, replica: str, text: str, timeout: float = 120
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(text in t for t in lines(backend, name, replica)):
+            return
+        assert not backend.get(name).state.finished, backend.get(name)
+        time.sleep(0.2)
+    raise AssertionError(f"{replica} of {name} never printed {text!r}")
+
+
+def job_processes(job_dir) -> list[psutil.Process]:
+    """Live processes that belong to a job: started from its bundle or its supervisor."""
+    marker = str(job_dir)
+    out = []
+    for p in psutil.process_iter(["cmdline", "environ"]):
+        try:
+            cmd = " ".join(p.info["cmdline"] or [])
+            env = p.info["environ"] or {}
+        except psutil.Error:
+            continue
+        if p.status() == psutil.STATUS_ZOMBIE:
+            continue
+        if marker in cmd or env.get("JUPYTER_DDL_JOB") == job_dir.name:
+            out.append(p)
+    return out

@@ -1,0 +1,161 @@
+"""The dashboard: bounded state, coalesced rendering, final static output, widget view."""
+
+from __future__ import annotations
+
+import threading
+import time
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from jupyter_ddl.models import EventKind, JobEvent, LogLine
+from jupyter_ddl.widgets.chart import svg_chart
+from jupyter_ddl.widgets.dashboard import Dashboard
+from jupyter_ddl.widgets.follow import Follower
+from jupyter_ddl.widgets.state import DashboardState
+
+from .fakes import FakeBackend
+
+
+class Recorder:
+    """A display function that keeps every output and its updates, like a front end."""
+
+    class Handle:
+        def __init__(self, rec, i):
+            self.rec, self.i = rec, i
+
+        def update(self, obj, raw=False):
+            self.rec.outputs[self.i] = obj
+            self.rec.updates += 1
+
+    def __init__(self):
+        self.outputs: list = []
+        self.updates = 0
+
+    def __call__(self, obj, raw=False, display_id=None):
+        self.outputs.append(obj)
+        return self.Handle(self, len(self.outputs) - 1) if display_id else None
+
+
+def _log(rid, n, text="x"):
+    return JobEvent(EventKind.LOG, "j", replica=rid, log=LogLine(rid, n, text))
+
+
+def test_state_keeps_bounded_buffers():
+    st = DashboardState("j", tail=50, max_points=40)
+    for n in range(1000):
+        st.apply(_log("worker-0", n, f"line {n}"))
+        st.apply(JobEvent(EventKind.METRIC, "j", replica="worker-0", metrics={"loss": 1 / (n + 1)}, step=n))
+    v = st.replicas["worker-0"]
+    assert len(v.lines) == 50 and v.lines[-1] == "line 999" and v.line_count == 1000
+    assert len(st.merged) == 50
+    pts = v.metrics["loss"]
+    assert len(pts) <= 40 and pts[0][0] == 0 and pts[-1][0] == 999  # whole run, fewer points
+    assert st.latest_metric("worker-0") == "loss=0.001"
+
+
+def test_rendering_is_coalesced_to_the_refresh_rate():
+    pushes: list[tuple[float, bool]] = []
+
+    class CountingView:
+        def snapshot(self, state, final):
+            return len(state.merged)
+
+        def push(self, snap, final):
+            pushes.append((time.monotonic(), final))
+
+    def flood(stop: threading.Event):
+        end = time.monotonic() + 1.5
+        n = 0
+        while time.monotonic() < end:
+            yield _log(f"worker-{n % 4}", n)
+            n += 1
+            if n % 200 == 0:
+                time.sleep(0.001)
+
+    st = DashboardState("j", tail=20)
+    f = Follower(flood, st, CountingView(), refresh_hz=5).start()
+    assert f.join(10)
+    live = [t for t, final in pushes if not final]
+    assert st.events > 1000 and len(st.merged) == 20
+    assert 3 <= len(live) <= 1.5 * 5 + 2  # ≤ refresh_hz updates per second
+    assert [final for _, final in pushes].count(True) == 1 and pushes[-1][1]
+
+
+def test_refresh_rate_is_capped_at_ten_per_second():
+    f = Follower(lambda s: iter(()), DashboardState("j"), None, refresh_hz=1000)  # type: ignore[arg-type]
+    assert f.period == pytest.approx(0.1)
+
+
+def test_text_view_final_output_has_state_replica_lines_and_an_svg_chart(manager, fake):
+    from jupyter_ddl.models import JobSpec
+
+    from jupyter_ddl.bundle import build_bundle
+
+    manager.submit(JobSpec("t1", "torch-ddp", {"Master": 1, "Worker": 1}), build_bundle("x=1"))
+    rec = Recorder()
+    dash = Dashboard(manager, "t1", display=rec).start()
+    fake.start("t1")
+    for i in range(5):
+        for rid in ("master-0", "worker-0"):
+            fake.log("t1", rid, f"{rid} says <{i}>")
+            fake.metric("t1", rid, i, loss=1.0 / (i + 1), accuracy=i / 5)
+    fake.resource("t1", "master-0", cpu_percent=55.0, memory_rss=2.5 * 2**30)
+    fake.finish("t1")
+    assert dash.wait(5)
+    summary, chart = rec.outputs[-2], rec.outputs[-1]
+    assert "Succeeded" in summary["text/plain"]
+    assert "[master-0] master-0 says <4>" in summary["text/plain"]
+    assert "worker-0 says &lt;4&gt;" in summary["text/html"]  # escaped
+    assert "55%" in summary["text/plain"] and "2.5 GiB" in summary["text/plain"]
+    svg = ET.fromstring(chart["image/svg+xml"])
+    lines = [e for e in svg.iter() if e.tag.endswith("polyline")]
+    assert len(lines) == 4  # 2 metrics × 2 replicas
+
+
+def test_widget_view_tabs_cancel_and_detach(manager, fake):
+    pytest.importorskip("ipywidgets")
+    from jupyter_ddl.models import JobSpec
+
+    from jupyter_ddl.bundle import build_bundle
+
+    for name in ("w1", "w2"):
+        manager.submit(JobSpec(name, "torch-ddp", {"Master": 1, "Worker": 2}), build_bundle("x=1"))
+    rec = Recorder()
+    dash = Dashboard(manager, "w1", widgets=True, display=rec).start()
+    fake.start("w1")
+    for rid in ("master-0", "worker-0", "worker-1"):
+        fake.log("w1", rid, f"hello from {rid}")
+    deadline = time.monotonic() + 5
+    view = dash.view
+    while len(view.tabs.children) < 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert view.tabs.titles == ("all", "master-0", "worker-0", "worker-1")
+    assert "hello from worker-1" in view.replica_logs["worker-1"].value
+    assert "[worker-0]" in view.merged.value  # merged view carries a prefix per replica
+    view.cancel_button.click()
+    assert dash.wait(5) and fake.cancelled == ["w1"]
+    assert "Cancelled" in view.header.value and view.cancel_button.disabled
+
+    other = Dashboard(manager, "w2", widgets=True, display=Recorder()).start()
+    other.view.detach_button.click()
+    assert other.wait(5) and "detached" in other.view.header.value
+    assert fake.jobs["w2"].status.state.value == "Pending"  # detaching leaves the job alone
+
+
+def test_chart_is_valid_svg_and_escapes_names():
+    svg = svg_chart(
+        {"a<b": {"loss": [(0, 1.0), (1, float("nan")), (2, 0.5)]}, "w-1": {"loss": [(0, 2.0)]}},
+        {"a<b": "#123456", "w-1": "#654321"},
+        title="job & co",
+    )
+    root = ET.fromstring(svg)
+    texts = [e.text for e in root.iter() if e.tag.endswith("text")]
+    assert "job & co" in texts and "a<b" in texts
+    assert svg_chart({}, {}) == ""
+
+
+def test_fake_backend_is_a_real_backend_subclass():
+    from jupyter_ddl.backends.base import Backend
+
+    assert issubclass(FakeBackend, Backend)

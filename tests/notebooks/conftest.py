@@ -1,0 +1,109 @@
+"""Fixtures for running the workshop notebooks in real kernels on the local backend.
+
+``run_notebook(name)`` executes ``notebooks/<name>.ipynb`` headless with nbclient (via
+``notebooks/execute.py``, the same runner ``scripts/quickstart`` uses) against an
+isolated data directory, and returns the executed notebook and its ``outcome`` dict.
+After the test, every job of that data directory must have finished and no process
+may still carry the directory in its environment.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import psutil
+import pytest
+
+from tests.support.require import module
+
+REPO = Path(__file__).resolve().parents[2]
+NOTEBOOKS = REPO / "notebooks"
+ARTIFACTS = REPO / ".test-artifacts" / "notebooks"
+
+
+def load_script(name: str) -> ModuleType:
+    """Import ``notebooks/<name>.py`` (a script folder, not a package)."""
+    spec = importlib.util.spec_from_file_location(f"workshop_{name}", NOTEBOOKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def processes_using(data_dir: Path) -> list[psutil.Process]:
+    """Live processes whose environment points at ``data_dir`` (kernels, supervisors,
+    replicas all inherit JUPYTER_DDL_DATA_DIR)."""
+    found = []
+    for proc in psutil.process_iter():
+        if proc.pid == os.getpid():
+            continue
+        try:
+            if proc.environ().get("JUPYTER_DDL_DATA_DIR") == str(data_dir):
+                found.append(proc)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+@pytest.fixture
+def run_notebook(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[..., tuple[Any, dict[str, Any]]]]:
+    module("nbclient")
+    module("ipykernel")
+    runner = load_script("execute")
+    # The kernel inherits this environment: isolated data dir (set by data_dir),
+    # runtime files in tmp, quiet TensorFlow.
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+
+    def run(name: str, timeout: int = 300) -> tuple[Any, dict[str, Any]]:
+        nb, outcome, _ = runner.execute(
+            NOTEBOOKS / f"{name}.ipynb", out_dir=ARTIFACTS, timeout=timeout
+        )
+        return nb, outcome
+
+    yield run
+    leftovers = _finish_jobs(data_dir)
+    assert not leftovers, f"jobs still running after the notebook: {leftovers}"
+
+
+def _finish_jobs(data_dir: Path) -> list[str]:
+    """Cancel what is still running (so a failing test leaves nothing behind) and
+    report it; then wait briefly for every process of this data dir to end."""
+    from jupyter_ddl.config import load_config
+    from jupyter_ddl.manager import JobManager
+
+    manager = JobManager(config=load_config())
+    running = []
+    try:
+        for job in manager.list(backend="local"):
+            if not job.state.finished:
+                running.append(f"{job.name} ({job.state.value})")
+                manager.cancel(job.name, backend="local")
+    finally:
+        manager.close()
+    deadline = time.monotonic() + 15
+    while processes_using(data_dir) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    stray = processes_using(data_dir)
+    for proc in stray:  # only ours: they carry this test's private data dir
+        proc.kill()
+    return running + [f"pid {p.pid} {p.name()}" for p in stray]
+
+
+def code_outputs(nb: Any, startswith: str) -> str:
+    """All text output of the code cells whose source starts with ``startswith``."""
+    texts = []
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.source.startswith(startswith):
+            for out in cell.get("outputs", []):
+                texts.append(out.get("text", ""))
+                texts.append(str(out.get("data", {}).get("text/plain", "")))
+    return "\n".join(texts)

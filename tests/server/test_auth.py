@@ -1,0 +1,55 @@
+"""Every endpoint refuses requests that are not authenticated or not authorized."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from tornado.httpclient import HTTPClientError
+
+from jupyter_ddl.server.handlers import DDLHandler, routes
+
+pytestmark = pytest.mark.timeout(60)
+
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+
+def _endpoints():
+    """(url path, method) for every route and every method its handler implements."""
+    out = []
+    for pattern, handler in routes():
+        path = re.sub(r"\(\?P<\w+>[^)]*\)", "some-job", pattern).lstrip("/")
+        for method in METHODS:
+            if getattr(handler, method.lower()) is not getattr(DDLHandler, method.lower()):
+                out.append((path, method))
+    return out
+
+
+def test_every_route_is_enumerated():
+    # guards the enumeration itself: if routes() grows, this list must be extended
+    found = {(p.replace("jupyter-ddl/", ""), m) for p, m in _endpoints()}
+    assert found == {
+        ("backends", "GET"),
+        ("jobs", "GET"),
+        ("jobs/some-job", "GET"),
+        ("jobs/some-job", "DELETE"),
+        ("jobs/some-job/cancel", "POST"),
+        ("jobs/some-job/logs", "GET"),
+        ("jobs/some-job/metrics", "GET"),
+    }
+
+
+@pytest.mark.parametrize("path,method", _endpoints())
+async def test_unauthenticated_is_refused(jp_fetch, path, method, fake_manager):
+    fake_manager.backend("local")  # a job API is there: a refusal is not a 404
+    body = b"" if method in ("POST", "PUT", "PATCH") else None
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch(path, method=method, body=body, headers={"Authorization": ""})
+    assert info.value.code == 403
+    # the same request with the token is not refused (404: "some-job" does not exist)
+    try:
+        r = await jp_fetch(path, method=method, body=body)
+        assert r.code in (200, 204)
+    except HTTPClientError as e:
+        assert e.code == 404
+
