@@ -37,14 +37,14 @@ COLUMNS = ("area", "measure", "ours (median, min–max)", "baseline", "ratio", "
 
 
 def fmt_number(value: float) -> str:
-    """Short human form: 3 significant figures, k/M/G above 10,000."""
+    """Short human form: 3 significant figures (whole numbers from 100), k/M/G from 10,000."""
     if math.isnan(value):
         return "–"
-    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e4, "k")):
-        if abs(value) >= scale:
+    for threshold, scale, suffix in ((1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
+        if abs(value) >= threshold:
             return f"{value / scale:.3g}{suffix}"
-    if value == int(value):
-        return str(int(value))
+    if value == int(value) or abs(value) >= 100:
+        return f"{value:.0f}"
     return f"{value:.3g}" if abs(value) >= 1 else f"{value:.2g}"
 
 
@@ -77,7 +77,8 @@ def cells(row: Row) -> list[str]:
     """The row as the table's column texts."""
     if row.error:
         return [row.area, row.measure, "–", row.baseline_name or "–", "–", row.target, "ERROR"]
-    baseline = f"{row.baseline_name}: {fmt_figure(row.baseline, row.baseline_range, row.unit)}"
+    figure = fmt_figure(row.baseline, row.baseline_range, row.unit)
+    baseline = f"{row.baseline_name}: {figure}" if row.baseline_name else figure
     ratio = row.ratio
     return [
         row.area,

@@ -91,7 +91,8 @@ def capture_cell(
 def extract_requirements(cell: str) -> tuple[str, list[str]]:
     """Turn ``!pip install`` / ``%pip install`` lines into requirements; the lines stay
     as comments so line numbers in tracebacks still match the cell."""
-    lines, reqs = [], []
+    lines: list[str] = []
+    reqs: list[str] = []
     for number, line in enumerate(cell.splitlines(), 1):
         packages = _pip_packages(line, number)
         if packages is None:
@@ -303,7 +304,8 @@ def _from_namespace(
 ) -> tuple[list[Definition], set[str]]:
     """Definitions recreated from the namespace for names no cell defines (modules,
     plain literals), and the names that remain missing."""
-    made, missing = [], set()
+    made: list[Definition] = []
+    missing: set[str] = set()
     for name in sorted(wanted - set(latest) - BUILTINS):
         if name not in ns:
             missing.add(name)

@@ -48,6 +48,12 @@ class DDLMagics(Magics):
         self.last_capture: Captured | None = None
 
     @property
+    def ip(self) -> Any:
+        """The shell these magics are registered on (never None once loaded)."""
+        assert self.shell is not None
+        return self.shell
+
+    @property
     def manager(self) -> JobManager:
         return self._manager or default_manager()
 
@@ -65,7 +71,7 @@ class DDLMagics(Magics):
         if args.help:
             print(help_text())
             return
-        captured = capture_cell(cell, history_of(self.shell), self.shell.user_ns)
+        captured = capture_cell(cell, history_of(self.shell), self.ip.user_ns)
         self.last_capture = captured
         for warning in captured.warnings:
             print(f"jupyter-ddl warning: {warning}", file=sys.stderr)
@@ -101,7 +107,7 @@ class DDLMagics(Magics):
 
     def notebook(self) -> str | None:
         """The notebook's path when the front end tells the kernel (Jupyter sets it)."""
-        session = self.shell.user_ns.get("__session__") or os.environ.get("JPY_SESSION_NAME")
+        session = self.ip.user_ns.get("__session__") or os.environ.get("JPY_SESSION_NAME")
         return str(session) if session else None
 
     def run_job(self, args: DistributeArgs, captured: Captured) -> Dashboard | None:
@@ -111,7 +117,7 @@ class DDLMagics(Magics):
 
         notebook = self.notebook()
         backend = args.backend or self.manager.config.backend
-        name = args.name or generate_name(notebook, f"cell{self.shell.execution_count or 0}")
+        name = args.name or generate_name(notebook, f"cell{self.ip.execution_count or 0}")
         spec = spec_from_args(args, name=name, backend=backend, notebook=notebook)
         extra = [r for value in args.requirements for r in read_requirements(value)]
         bundle = build_bundle(

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from .backends import Backend, backend_class, backend_names
 from .config import Config, load_config
 from .errors import BackendUnavailable, DDLError, JobNotFound
 from .models import CodeBundle, JobEvent, JobHandle, JobSpec, JobStatus, LogLine
 from .validation import validate
+
+if TYPE_CHECKING:
+    from .image import BuiltImage
 
 
 class JobManager:
@@ -65,6 +69,27 @@ class JobManager:
         # (the kubernetes client) costs a second in every `%ddl` command.
         yield self.backend()
         yield from (b for b in self._loaded_backends() if b.name != self.config.backend)
+
+    def build_image(
+        self,
+        spec: JobSpec,
+        bundle: CodeBundle,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> BuiltImage:
+        """Build the job's image (the bundle appended to a base) and push it.
+
+        Base: ``spec.image``, else this Kubeflow notebook pod's own image, else
+        ``config.base_images[framework]``; target: ``config.registry``/ddl-<notebook>.
+        ``progress(done, total)`` reports big uploads. Raises RegistryError (no registry
+        configured, or what the registry answered) and ValidationError (bad reference)."""
+        from .image import build_and_push
+        from .image.selection import choose_base, notebook_of, target_repository
+
+        target = target_repository(self.config, notebook_of(spec, bundle))
+        base = choose_base(spec, self.config)
+        return build_and_push(
+            bundle, base=base, target_repo=target, config=self.config, progress=progress
+        )
 
     def find(self, name: str, backend: str | None = None) -> Backend:
         """The backend that knows job ``name``; raises JobNotFound."""

@@ -27,8 +27,7 @@ from nbclient.exceptions import CellExecutionError
 
 MARKER = "@@notebook-outcome@@"
 OUTCOME_CELL = (
-    "import json as _json\n"
-    f"print({MARKER!r} + _json.dumps(outcome, default=str, sort_keys=True))"
+    f"import json as _json\nprint({MARKER!r} + _json.dumps(outcome, default=str, sort_keys=True))"
 )
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / ".test-artifacts"
@@ -108,7 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     except NotebookFailed as e:
         print(f"FAILED {args.notebook.name}: {e}", file=sys.stderr)
         return 1
-    print(f"{args.notebook.name}: ran in {time.monotonic() - start:.0f} s; executed copy {executed}")
+    print(
+        f"{args.notebook.name}: ran in {time.monotonic() - start:.0f} s; executed copy {executed}"
+    )
     for key, value in outcome.items():
         print(f"  {key}: {value}")
     return 0 if outcome.get("ok") else 1

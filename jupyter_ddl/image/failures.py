@@ -5,6 +5,8 @@ Messages name the registry and the step, never a credential, a token or a URL qu
 
 from __future__ import annotations
 
+import json
+
 from ..errors import RegistryError
 
 
@@ -78,3 +80,20 @@ def token_failure(host: str, status: int, *, logged_in: bool) -> RegistryError:
     return RegistryError(
         f"the token service of registry {host} failed (HTTP {status})", hint="try again later"
     )
+
+
+def retry_after(header: str | None, cap: float = 10.0) -> float | None:
+    """Seconds from a ``Retry-After`` header (capped), or None."""
+    try:
+        return min(float(header or ""), cap)
+    except ValueError:
+        return None
+
+
+def error_code(body: bytes) -> str:
+    """``MANIFEST_UNKNOWN``-style code from a registry error body, or ""."""
+    try:
+        errs = json.loads(body).get("errors") or []
+        return str(errs[0]["code"]) if errs else ""
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError):
+        return ""

@@ -9,6 +9,7 @@ signature; ``TextProgress`` is the fallback for terminals and plain outputs.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -18,6 +19,9 @@ ProgressCallback = Callable[[int, int], None]
 
 #: uploads smaller than this show no bar (a code layer is a few KB)
 PROGRESS_THRESHOLD = 8 * 1024 * 1024
+
+
+_STATS_LOCK = threading.Lock()
 
 
 @dataclass
@@ -31,6 +35,12 @@ class Stats:
     blobs_uploaded: int = 0
     blobs_mounted: int = 0
     blobs_skipped: int = 0
+
+    def count(self, **amounts: int) -> None:
+        """Add to counters; safe from the push's worker threads."""
+        with _STATS_LOCK:
+            for k, v in amounts.items():
+                setattr(self, k, getattr(self, k) + v)
 
     def add(self, other: Stats) -> None:
         for k, v in asdict(other).items():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -21,7 +22,14 @@ import requests
 from ..errors import RegistryError
 from .auth import Challenge, basic_header, merge_scopes, parse_challenge, token_request
 from .credentials import Credential, CredentialStore
-from .failures import http_failure, tls_failure, token_failure, unreachable
+from .failures import (
+    error_code,
+    http_failure,
+    retry_after,
+    tls_failure,
+    token_failure,
+    unreachable,
+)
 from .manifest import MANIFEST_ACCEPT
 from .progress import Stats
 from .reference import is_loopback
@@ -61,51 +69,45 @@ class RegistryClient:
         self._base: str | None = None
         self._challenge: Challenge | None = None
         self._auth: str | None = None
+        self._auth_lock = threading.Lock()  # the push's threads share one token
 
     # -- connection and auth ------------------------------------------------
-    def add_scope(self, scope: str) -> None:
-        if scope not in self._scopes:
-            self._scopes.add(scope)
-            if self._challenge and self._challenge.scheme == "bearer":
-                self._auth = None  # the next request fetches a token for the wider scope
-
     def ping(self) -> None:
-        """Find the scheme and the auth the registry wants (``GET /v2/``)."""
-        if self._base is not None:
-            return
+        """``GET /v2/``: is this a registry we can reach and log in to? Raises RegistryError."""
+        self.request("GET", "/v2/", what="answering the API ping at /v2/", ok=(200,))
+
+    def _probe(self, method: str, path: str, **kw: Any) -> requests.Response:
+        """Send the first request, finding the scheme on the way: HTTPS, then plain HTTP
+        for insecure and loopback registries. No separate ping: the first real request
+        carries the auth challenge, which saves a round trip on every build."""
         schemes = ["https"]
         if self.insecure or is_loopback(self.host):
             schemes.append("http")
             if _SCHEMES.get(self.host) == "http":
                 schemes.reverse()  # learnt earlier in this process: skip the TLS probe
         for i, scheme in enumerate(schemes):
-            base = f"{scheme}://{self.host}"
+            last = i == len(schemes) - 1
             try:
-                resp = self._send("GET", base + "/v2/", retry_connect=False)
+                resp = self._send(method, f"{scheme}://{self.host}{path}", retry_connect=last, **kw)
             except requests.exceptions.SSLError as e:
-                if "CERTIFICATE_VERIFY_FAILED" in str(e) or i == len(schemes) - 1:
+                if "CERTIFICATE_VERIFY_FAILED" in str(e) or last:
                     raise tls_failure(self.host, e) from None
                 continue  # a plain-HTTP server answering a TLS hello
             except requests.exceptions.ConnectionError:
-                if i < len(schemes) - 1:
-                    continue
-                raise unreachable(self.host) from None
-            if scheme == "https" and resp.status_code == 400 and i < len(schemes) - 1:
+                if last:
+                    raise unreachable(self.host) from None
                 continue
-            self._base = base
-            _SCHEMES[self.host] = scheme
-            self._challenge = parse_challenge(resp.headers.get("WWW-Authenticate"))
-            if resp.status_code == 401 and self._challenge is None:
-                raise RegistryError(f"registry {self.host} asks for a login it does not describe")
-            if resp.status_code not in (200, 401):
-                self._fail(resp, "answering the API ping at /v2/")
-            return
+            if scheme == "https" and resp.status_code == 400 and not last:
+                continue  # an HTTPS request to a plain-HTTP server
+            self._base, _SCHEMES[self.host] = f"{scheme}://{self.host}", scheme
+            return resp
+        raise AssertionError("unreachable")
 
     def _authorization(self) -> str | None:
-        ch = self._challenge
-        if ch is None:
-            return None
-        if self._auth is None:
+        with self._auth_lock:
+            ch = self._challenge
+            if ch is None or self._auth is not None:
+                return self._auth
             if ch.scheme == "basic":
                 if self._cred is None:
                     raise RegistryError(
@@ -127,7 +129,7 @@ class RegistryClient:
             self._scopes | ({ch.params["scope"]} if "scope" in ch.params else set())
         )
         req = token_request(ch, scopes, self._cred)
-        self.stats.token_requests += 1
+        self.stats.count(token_requests=1)
         verify = self._verify if urlsplit(realm).netloc == self.host else True
         try:
             resp = self._session.request(
@@ -177,61 +179,61 @@ class RegistryClient:
                     raise
                 time.sleep(self._backoff * 2**attempt)
                 continue
-            self.stats.requests += 1
+            self.stats.count(requests=1)
             body = kw.get("data")
             if isinstance(body, (bytes, bytearray)):
-                self.stats.bytes_up += len(body)
+                self.stats.count(bytes_up=len(body))
             if resp.status_code in _RETRY_STATUS and attempt < attempts - 1:
                 resp.close()
-                time.sleep(self._retry_after(resp) or self._backoff * 2**attempt)
+                time.sleep(
+                    retry_after(resp.headers.get("Retry-After")) or self._backoff * 2**attempt
+                )
                 continue
             return resp
         raise AssertionError("unreachable")
-
-    @staticmethod
-    def _retry_after(resp: requests.Response) -> float | None:
-        try:
-            return min(float(resp.headers.get("Retry-After", "")), 10.0)
-        except ValueError:
-            return None
 
     def request(
         self, method: str, path: str, *, what: str, ok: tuple[int, ...], **kw: Any
     ) -> requests.Response:
         """Send ``method path`` (a ``/v2/...`` path or an absolute upload URL) with auth;
         returns the response when its status is in ``ok``, else raises RegistryError."""
-        self.ping()
-        assert self._base is not None
-        url = path if path.startswith(("http://", "https://")) else self._base + path
         for again in (True, False):
             headers = dict(kw.pop("headers", None) or {})
             auth = self._authorization()
             if auth:
                 headers["Authorization"] = auth
             try:
-                resp = self._send(method, url, headers=headers, **kw)
+                if self._base is None:
+                    resp = self._probe(method, path, headers=headers, **kw)
+                else:
+                    url = path if path.startswith(("http://", "https://")) else self._base + path
+                    resp = self._send(method, url, headers=headers, **kw)
             except requests.exceptions.SSLError as e:
                 raise tls_failure(self.host, e) from None
             except requests.exceptions.RequestException:
                 raise unreachable(self.host, what) from None
             kw["headers"] = {k: v for k, v in headers.items() if k != "Authorization"}
-            if resp.status_code == 401 and again and self._challenge_changed(resp):
+            if resp.status_code == 401 and again and self._learn_challenge(resp):
                 continue
             if resp.status_code in ok:
                 if not kw.get("stream"):
-                    self.stats.bytes_down += len(resp.content)
+                    self.stats.count(bytes_down=len(resp.content))
                 return resp
             self._fail(resp, what)
         raise AssertionError("unreachable")
 
-    def _challenge_changed(self, resp: requests.Response) -> bool:
-        """A 401 on a bearer registry: fetch a new token once (expired or narrower scope)."""
+    def _learn_challenge(self, resp: requests.Response) -> bool:
+        """After a 401: True when trying again can help (first challenge, or a bearer
+        token to fetch again for an expired token or a wider scope)."""
         ch = parse_challenge(resp.headers.get("WWW-Authenticate"))
-        if ch is None or ch.scheme != "bearer":
+        if ch is None:
             return False
-        if "scope" in ch.params:
-            self._scopes.add(ch.params["scope"])
-        self._challenge, self._auth = ch, None
+        with self._auth_lock:
+            if ch.scheme == "basic" and self._auth is not None:
+                return False  # the credentials we sent were refused
+            if "scope" in ch.params:
+                self._scopes.add(ch.params["scope"])
+            self._challenge, self._auth = ch, None
         return True
 
     def _fail(self, resp: requests.Response, what: str) -> None:
@@ -243,7 +245,7 @@ class RegistryClient:
             resp.status_code,
             what,
             logged_in=self._cred is not None,
-            detail=_error_code(resp),
+            detail=error_code(resp.content),
         )
 
     # -- manifests ----------------------------------------------------------
@@ -318,7 +320,7 @@ class RegistryClient:
         )
         with resp:
             for piece in resp.iter_content(chunk_size=chunk):
-                self.stats.bytes_down += len(piece)
+                self.stats.count(bytes_down=len(piece))
                 yield piece
 
     def mount_blob(self, repo: str, digest: str, source_repo: str) -> str | None:
@@ -331,10 +333,7 @@ class RegistryClient:
             what=f"mounting blob {digest[:19]} from {source_repo}",
             ok=(201, 202),
         )
-        if resp.status_code == 201:
-            self.stats.blobs_mounted += 1
-            return None
-        return self._location(resp)
+        return None if resp.status_code == 201 else self._location(resp)
 
     def start_upload(self, repo: str) -> str:
         resp = self.request(
@@ -342,10 +341,10 @@ class RegistryClient:
         )
         return self._location(resp)
 
-    def upload_blob(self, repo: str, data: bytes, digest: str) -> None:
-        """Monolithic upload: POST, then PUT with the whole body (distribution ignores
-        single-request ``POST ?digest=`` bodies)."""
-        url = self.start_upload(repo)
+    def upload_blob(self, repo: str, data: bytes, digest: str, url: str | None = None) -> None:
+        """Monolithic upload: POST (unless ``url`` is an upload already opened), then PUT
+        with the whole body (distribution ignores single-request ``POST ?digest=`` bodies)."""
+        url = url or self.start_upload(repo)
         self.request(
             "PUT",
             _with_digest(url, digest),
@@ -354,7 +353,7 @@ class RegistryClient:
             ok=(201,),
             headers={"Content-Type": "application/octet-stream"},
         )
-        self.stats.blobs_uploaded += 1
+        self.stats.count(blobs_uploaded=1)
 
     def upload_stream(
         self,
@@ -371,7 +370,7 @@ class RegistryClient:
 
         def body() -> Iterator[bytes]:
             for piece in chunks:
-                self.stats.bytes_up += len(piece)
+                self.stats.count(bytes_up=len(piece))
                 yield piece
                 if progress:
                     progress(len(piece))
@@ -382,7 +381,7 @@ class RegistryClient:
         resp = self.request("PATCH", url, data=body(), what=what, ok=(202,), headers=headers)
         url = self._location(resp)
         self.request("PUT", _with_digest(url, digest), what=what, ok=(201,))
-        self.stats.blobs_uploaded += 1
+        self.stats.count(blobs_uploaded=1)
 
     def _location(self, resp: requests.Response) -> str:
         loc = resp.headers.get("Location")
@@ -397,12 +396,3 @@ class RegistryClient:
 
 def _with_digest(url: str, digest: str) -> str:
     return url + ("&" if "?" in url else "?") + "digest=" + digest
-
-
-def _error_code(resp: requests.Response) -> str:
-    """`` MANIFEST_UNKNOWN``-style detail from a registry error body, if any."""
-    try:
-        errs = resp.json().get("errors") or []
-        return str(errs[0]["code"]) if errs else ""
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return ""

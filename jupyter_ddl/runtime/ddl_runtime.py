@@ -198,6 +198,10 @@ def setup_torch(env: dict[str, str], source: str) -> dict[str, Any]:
     import torch
     import torch.distributed as dist
 
+    if "RANK" in env and "LOCAL_RANK" not in env:
+        # One process per replica (no torchrun): it is local rank 0 of its node.
+        # ignite.distributed insists on LOCAL_RANK next to RANK and WORLD_SIZE.
+        os.environ["LOCAL_RANK"] = env["LOCAL_RANK"] = "0"
     topo = torch_topology(env)
     cuda = torch.cuda.is_available()
     backend = env.get(DIST_BACKEND_ENV) or ("nccl" if cuda else "gloo")

@@ -22,6 +22,7 @@ from tornado import web
 
 from ..errors import DDLError
 from ..manager import JobManager
+from ..models import LogLine
 from . import views
 from .sse import resume_offset, stream_logs
 
@@ -166,7 +167,10 @@ class LogsHandler(DDLHandler):
             await self._follow(name, backend, replica, offset if resumed is None else resumed)
             return
         limit = views.parse_int(self.arg("limit"), "limit", default=MAX_LOG_LINES, minimum=1)
-        lines = await self.call(self._read, name, backend, replica, offset, tail, limit)
+        limit = min(limit or MAX_LOG_LINES, MAX_LOG_LINES)
+        lines = await self.call(
+            read_lines, self.manager, name, backend, replica, offset, tail=tail, limit=limit
+        )
         self.reply(
             {
                 "lines": [views.log_dict(line) for line in lines],
@@ -174,16 +178,6 @@ class LogsHandler(DDLHandler):
                 "limited": len(lines) == limit,
             }
         )
-
-    def _read(self, name, backend, replica, offset, tail, limit):  # type: ignore[no-untyped-def]
-        stop = threading.Event()
-        it = self.manager.logs(
-            name, backend=backend, replica=replica, offset=offset, tail=tail, stop=stop
-        )
-        try:
-            return list(islice(it, limit))
-        finally:
-            stop.set()
 
     async def _follow(self, name: str, backend: str | None, replica: str | None, offset: int):
         # Resolve the job before the first byte: a missing job is still a JSON 404.
@@ -239,6 +233,26 @@ class MetricsHandler(DDLHandler):
                 "next_offset": views.next_offsets(lines, offset).get(replica, offset),
             }
         )
+
+
+def read_lines(
+    manager: JobManager,
+    name: str,
+    backend: str | None,
+    replica: str | None,
+    offset: int,
+    *,
+    tail: int | None = None,
+    limit: int = MAX_LOG_LINES,
+) -> list[LogLine]:
+    """At most ``limit`` lines already written (no follow); stops the backend's reader
+    as soon as enough were read."""
+    stop = threading.Event()
+    it = manager.logs(name, backend=backend, replica=replica, offset=offset, tail=tail, stop=stop)
+    try:
+        return list(islice(it, limit))
+    finally:
+        stop.set()
 
 
 _JOB = r"(?P<name>[^/]+)"

@@ -65,7 +65,7 @@ class Dashboard:
         self._prefill()
         if self.widgets:
             self.view = WidgetView(
-                self.state, on_cancel=self.cancel, on_detach=self.detach, display=self.display
+                self.state, on_cancel=self._cancel_async, on_detach=self.detach, display=self.display
             )
         else:
             self.view = TextView(self.state, display=self.display)
@@ -103,6 +103,11 @@ class Dashboard:
                 with self.follower.lock:
                     self.state.error = str(e)
                     self.state.version += 1
+
+    def _cancel_async(self) -> None:
+        # A button click runs on the kernel's main thread; stopping replicas can take
+        # seconds, so the kernel stays free while it happens.
+        threading.Thread(target=self.cancel, name=f"ddl-cancel-{self.name}", daemon=True).start()
 
     def detach(self) -> None:
         """Stop following; the job keeps running."""

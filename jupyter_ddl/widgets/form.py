@@ -70,7 +70,8 @@ class DistributeForm:
         self._submit, self._dry_run = submit, dry_run
         self.notebook = notebook
         saved = load_choice(notebook)
-        strategy = saved.get("strategy") if saved.get("strategy") in CATALOG else "torch-ddp"
+        strategy = str(saved.get("strategy") or "")
+        strategy = strategy if strategy in CATALOG else "torch-ddp"
         framework = CATALOG[strategy].framework
         self.framework = w.ToggleButtons(
             options=[(_FRAMEWORK_TITLES[f], f) for f in FRAMEWORKS], value=framework

@@ -48,6 +48,8 @@ export class MetricsChart extends Widget {
     const svg = document.createElementNS(SVG, 'svg');
     svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
     svg.setAttribute('class', 'jp-DDL-chart-svg');
+    // stretch to the box: x is steps, y each metric's own range
+    svg.setAttribute('preserveAspectRatio', 'none');
     const legend = el('div', 'jp-DDL-legend');
     let i = 0;
     series.forEach((pts, name) => {
@@ -67,6 +69,7 @@ export class MetricsChart extends Widget {
       line.setAttribute('fill', 'none');
       line.setAttribute('stroke', color);
       line.setAttribute('stroke-width', '1.5');
+      line.setAttribute('vector-effect', 'non-scaling-stroke');
       line.dataset.metric = name;
       svg.appendChild(line);
       const latest = pts[pts.length - 1][1];

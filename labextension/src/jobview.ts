@@ -16,7 +16,7 @@ export class JobView extends Panel {
     super();
     this.addClass('jp-DDL-jobview');
     this.node.dataset.job = model.name;
-    this.id = `jupyter-ddl-job-${model.name}`;
+    this.id = `jupyter-ddl-jobview-${model.name}`;
     this.title.label = model.name;
     this.title.caption = `Training job ${model.name}`;
     this.title.closable = true;

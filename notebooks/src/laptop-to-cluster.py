@@ -56,8 +56,9 @@ hvd.init()
 #
 # Kubeflow Trainer v2 replaces the per-framework kinds with one `TrainJob` that refers
 # to a **runtime** (`torch-distributed` here) prepared by the cluster's
-# administrators. The job itself only says how many nodes, what to run and the
-# resources per node. `--target trainjob` asks for this form.
+# administrators. The job itself only says which runtime (`runtimeRef`), how many
+# nodes (`trainer.numNodes`), what to run and the resources per node; the runtime
+# supplies the rest. `--target trainjob` asks for this form.
 
 # %%
 %%distribute --strategy torch-ddp --replicas 2 --target trainjob --dry-run

@@ -71,6 +71,12 @@ hello = results()
 hello
 
 # %% [markdown]
+# The hostfile the local backend wrote has a single line, `localhost slots=2`: one
+# host with room for both ranks. On the cluster the operator writes one line per
+# worker pod, each with `slots=` set to `slotsPerWorker` (1 by default), as in the
+# example at the top.
+
+# %% [markdown]
 # ## 2. Data-parallel training, the Horovod way, by hand
 #
 # Horovod does not build on this machine's PyTorch, but what it does is short enough

@@ -182,18 +182,16 @@ torchrun
 # the model in DDP, `auto_dataloader` adds the `DistributedSampler`, and Ignite's
 # `Engine` runs the loop. The same code runs on one CPU, on several GPUs or on several
 # machines.
+#
+# `idist` reads `RANK`, `WORLD_SIZE` and `LOCAL_RANK`. The operator sets only the
+# first two (with one process per replica, `torchrun` is what would set the third), so
+# the runtime adds `LOCAL_RANK=0`.
 
 # %%
 %%distribute --strategy ignite --replicas 2 --wait
-import os
-
 import ignite.distributed as idist
 import torch
 from ignite.engine import create_supervised_trainer
-
-# One process per replica: the operator sets RANK and WORLD_SIZE but, unlike
-# torchrun, no LOCAL_RANK, which idist also reads. Here it is always 0.
-os.environ.setdefault("LOCAL_RANK", "0")
 
 
 def training(local_rank, config):
@@ -212,6 +210,13 @@ with idist.Parallel(backend="gloo") as parallel:
 # %%
 ignite_run = results()
 ignite_run
+
+# %% [markdown]
+# Every job of this notebook is still listed, with its state; `%ddl logs NAME` shows a
+# replica's full log, `%ddl delete NAME` removes a job and its files.
+
+# %%
+%ddl list
 
 # %% [markdown]
 # ## What we saw

@@ -136,6 +136,15 @@ parameter_server = results()
 parameter_server
 
 # %% [markdown]
+# The chief's log has the training; the PS and the worker only said they were serving.
+# `%ddl logs` shows any replica's full log (`$name` passes a Python variable to a
+# magic):
+
+# %%
+ps_job = parameter_server["job"]
+%ddl logs $ps_job --replica ps-0
+
+# %% [markdown]
 # ## Roles and `TF_CONFIG`, seen from inside the replicas
 #
 # How does each process know who it is? On Kubernetes the TFJob operator sets one

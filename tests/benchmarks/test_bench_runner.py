@@ -190,6 +190,11 @@ def test_real_package_lists_its_modules():
     assert "training_overhead" in names
     assert not {"table", "runner", "__main__"} & set(names)
     assert names == sorted(names, key=lambda n: (runner.ORDER + (n,)).index(n))
+    # Issue 9: the whole command in under 10 minutes, start-up of each child included.
+    budgets = [
+        runner.BUDGET_S.get(n, runner.DEFAULT_BUDGET_S) for n in set(names) | set(runner.ORDER)
+    ]
+    assert sum(budgets) <= 570
 
 
 def test_call_kwargs_matches_each_signature():
@@ -211,6 +216,8 @@ def test_call_kwargs_matches_each_signature():
 def test_formatting():
     assert fmt_number(151.287) == "151" and fmt_number(0.01234) == "0.012"
     assert fmt_number(262_144_000) == "262M" and fmt_number(3.0) == "3"
+    assert fmt_number(7180.4) == "7180" and fmt_number(15_300) == "15.3k"
+    assert fmt_number(1.534) == "1.53" and fmt_number(123.6) == "124"
     assert fmt_figure(2.0, (1.5, 2.5), "s") == "2 s (1.5–2.5)"
     assert fmt_figure(2.0, (2.0, 2.0), "") == "2"
     assert fmt_figure(62_900_000, (968, 62_900_000), "B") == "62.9 MB (968 B–62.9 MB)"

@@ -47,6 +47,7 @@ def make_backend(kubeconfig, tmp_path):
 def backend(make_backend, double):
     b = make_backend()
     yield b
+    double.state.denied.clear()
     for job in b.list():  # cancel what is left running
         if not job.state.finished:
             b.cancel(job.name)

@@ -29,6 +29,13 @@ if rank == "1" and not os.path.exists(marker):
 for step in range(3):
     print(f"step={step} loss={1.0 / (step + 1):.3f} rank={rank}", flush=True)
     time.sleep(0.05)
+open(os.path.join(os.environ["MARKER_DIR"], "done-" + rank), "w").close()
+# like a final barrier: the master (whose end ends a PyTorchJob) waits for the others
+deadline = time.time() + 30
+while rank == "0" and time.time() < deadline and not all(
+    os.path.exists(os.path.join(os.environ["MARKER_DIR"], f"done-{r}")) for r in ("1", "2")
+):
+    time.sleep(0.05)
 """
 
 
@@ -81,7 +88,12 @@ def test_logs_from_every_pod_with_a_restart_and_a_late_pod(backend, double, tmp_
 
 
 def test_failing_pod_names_replica_exit_code_and_last_lines(backend, tmp_path):
-    cell = "import os, sys\nprint('rank', os.environ['RANK'], flush=True)\nif os.environ['RANK'] == '2':\n    print('giving up', flush=True)\n    sys.exit(3)\n"
+    # rank 2 fails while the master still waits for it (as in a collective)
+    cell = (
+        "import os, sys, time\nprint('rank', os.environ['RANK'], flush=True)\n"
+        "if os.environ['RANK'] == '2':\n    print('giving up', flush=True)\n    sys.exit(3)\n"
+        "time.sleep(30 if os.environ['RANK'] == '0' else 0)\n"
+    )
     spec = JobSpec(name=name("fail"), strategy="torch-ddp", replicas={"Master": 1, "Worker": 2},
                    command=RUN_CELL, restart_policy=RestartPolicy.NEVER)  # fmt: skip
     backend.submit(spec, build_bundle(cell))
@@ -126,7 +138,8 @@ def test_watch_relists_after_410_gone(backend, double, tmp_path):
     ticks = [e.log.text for e in events if e.kind == EventKind.LOG]
     assert ticks == [f"tick {i}" for i in range(12)]
     assert events[-1].status.state == JobState.SUCCEEDED
-    assert len(double.requests("GET", f"/namespaces/team-a/pods")) >= 2  # listed again
+    pod_lists = [p for _, p in double.requests("GET", "/api/v1/namespaces/team-a/pods?") if "watch=" not in p]
+    assert len(pod_lists) >= 2  # listed again after the 410
 
 
 def test_cancel_suspends_and_reattach_by_name(backend, make_backend, double):

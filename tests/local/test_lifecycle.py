@@ -20,7 +20,7 @@ import pytest
 from jupyter_ddl.backends.local import LocalBackend
 from jupyter_ddl.bundle import build_bundle
 from jupyter_ddl.errors import ResourceError
-from jupyter_ddl.models import JobSpec, JobState, ReplicaState, Resources, RestartPolicy
+from jupyter_ddl.models import EventKind, JobSpec, JobState, ReplicaState, Resources, RestartPolicy
 from tests.local.conftest import job_processes, lines, submit, wait, wait_line
 from tests.support import require
 
@@ -171,6 +171,8 @@ def test_job_outlives_the_submitting_process_and_reattaches(backend, data_dir):
     assert events[-1].status is not None and events[-1].status.state == JobState.SUCCEEDED
     ticks = [e.log.text for e in events if e.log and e.replica == "worker-0"]
     assert ticks == [f"tick {i}" for i in range(6)]
+    samples = [e.metrics for e in events if e.kind == EventKind.RESOURCE and e.metrics]
+    assert samples and all(s["memory_mb"] > 1 for s in samples)
 
 
 def test_more_gpus_than_present_is_refused(backend, monkeypatch):

@@ -91,6 +91,9 @@ def test_backoff_and_deadline():
     assert policy.backoff_delay(50) == 10.0
     assert policy.deadline_passed(100.0, 111.0, 10) and not policy.deadline_passed(100.0, 105.0, 10)
     assert policy.describe_exit(None, 9) == "signal 9 (SIGKILL)"
+    abort = policy.explain_exit(None, 6, ["ok", "terminate called without an active exception"])
+    assert "signal 6 (SIGABRT)" in abort and "destroy_process_group" in abort
+    assert policy.explain_exit(1, None, ["Traceback"]) == "exit code 1"
 
 
 def test_gpus_are_partitioned_and_overcommit_refused():

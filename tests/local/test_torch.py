@@ -114,3 +114,33 @@ def test_operator_style_cell_runs_unchanged(backend):
     assert status.state.value == "Succeeded", status.message
     assert_trained_together(results(backend, name), 2)
     assert any("batches=6" in t for t in lines(backend, name, "worker-0"))  # 96 / 2 ranks / 8
+
+
+IGNITE_CELL = """
+import ignite.distributed as idist
+
+def training(local_rank):
+    t = idist.all_reduce(idist.get_rank() + 1.0)  # 1 + 2 over two ranks
+    print(f"IGNITE rank={idist.get_rank()} world={idist.get_world_size()} "
+          f"backend={idist.backend()} sum={float(t)}", flush=True)
+
+with idist.Parallel(backend="gloo") as parallel:
+    parallel.run(training)
+"""
+
+
+def test_ignite_parallel_cell_runs_unchanged(backend):
+    require.module("ignite")
+    name = submit(backend, IGNITE_CELL, "ignite", {"Master": 1, "Worker": 1})
+    status = wait(backend, name)
+    assert status.state.value == "Succeeded", status.message
+    got = sorted(
+        t
+        for rid in ("master-0", "worker-0")
+        for t in lines(backend, name, rid)
+        if t.startswith("IGNITE")
+    )
+    assert got == [
+        "IGNITE rank=0 world=2 backend=gloo sum=3.0",
+        "IGNITE rank=1 world=2 backend=gloo sum=3.0",
+    ]

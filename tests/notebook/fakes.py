@@ -86,7 +86,9 @@ class FakeBackend(Backend):
         self._emit(name, JobEvent(EventKind.LOG, name, replica=replica, log=line))
 
     def metric(self, name: str, replica: str, step: int, **values: float) -> None:
-        self._emit(name, JobEvent(EventKind.METRIC, name, replica=replica, metrics=values, step=step))
+        self._emit(
+            name, JobEvent(EventKind.METRIC, name, replica=replica, metrics=values, step=step)
+        )
 
     def resource(self, name: str, replica: str, **values: float) -> None:
         self._emit(name, JobEvent(EventKind.RESOURCE, name, replica=replica, metrics=values))

@@ -55,14 +55,21 @@ def test_redefinition_reading_its_previous_value_keeps_both():
 
 
 def test_decorated_functions_keep_their_decorators():
-    history = [(1, "import functools\n@functools.lru_cache(None)\ndef fib(n):\n    return n if n < 2 else fib(n-1) + fib(n-2)")]
+    history = [
+        (
+            1,
+            "import functools\n@functools.lru_cache(None)\ndef fib(n):\n    return n if n < 2 else fib(n-1) + fib(n-2)",
+        )
+    ]
     c = capture_cell("v = fib(20)", history)
     assert "@functools.lru_cache(None)" in c.code
     assert _executes(c.code)["v"] == 6765
 
 
 def test_pip_install_lines_become_requirements():
-    code, reqs = extract_requirements("!pip install -q torchmetrics 'einops>=0.7'\n%pip install -U tqdm\nx = 1")
+    code, reqs = extract_requirements(
+        "!pip install -q torchmetrics 'einops>=0.7'\n%pip install -U tqdm\nx = 1"
+    )
     assert reqs == ["torchmetrics", "einops>=0.7", "tqdm"]
     assert code.splitlines()[2] == "x = 1"  # line numbers preserved for tracebacks
     c = capture_cell("!pip install rich\nimport rich\n", [])

@@ -45,7 +45,11 @@ def test_state_keeps_bounded_buffers():
     st = DashboardState("j", tail=50, max_points=40)
     for n in range(1000):
         st.apply(_log("worker-0", n, f"line {n}"))
-        st.apply(JobEvent(EventKind.METRIC, "j", replica="worker-0", metrics={"loss": 1 / (n + 1)}, step=n))
+        st.apply(
+            JobEvent(
+                EventKind.METRIC, "j", replica="worker-0", metrics={"loss": 1 / (n + 1)}, step=n
+            )
+        )
     v = st.replicas["worker-0"]
     assert len(v.lines) == 50 and v.lines[-1] == "line 999" and v.line_count == 1000
     assert len(st.merged) == 50
@@ -88,9 +92,8 @@ def test_refresh_rate_is_capped_at_ten_per_second():
 
 
 def test_text_view_final_output_has_state_replica_lines_and_an_svg_chart(manager, fake):
-    from jupyter_ddl.models import JobSpec
-
     from jupyter_ddl.bundle import build_bundle
+    from jupyter_ddl.models import JobSpec
 
     manager.submit(JobSpec("t1", "torch-ddp", {"Master": 1, "Worker": 1}), build_bundle("x=1"))
     rec = Recorder()
@@ -115,9 +118,8 @@ def test_text_view_final_output_has_state_replica_lines_and_an_svg_chart(manager
 
 def test_widget_view_tabs_cancel_and_detach(manager, fake):
     pytest.importorskip("ipywidgets")
-    from jupyter_ddl.models import JobSpec
-
     from jupyter_ddl.bundle import build_bundle
+    from jupyter_ddl.models import JobSpec
 
     for name in ("w1", "w2"):
         manager.submit(JobSpec(name, "torch-ddp", {"Master": 1, "Worker": 2}), build_bundle("x=1"))

@@ -12,7 +12,6 @@ import pytest
 from jupyter_ddl.errors import BackendUnavailable, CaptureError, ValidationError
 from jupyter_ddl.magics import JobFailed, ShownError
 from jupyter_ddl.models import JobState
-
 from tests.support import require
 
 from .conftest import run
@@ -70,14 +69,18 @@ def test_replicas_is_the_strategy_total_for_every_shape(shell, magics, fake):
 
 def test_secret_env_passes_names_never_values(shell, magics, fake, monkeypatch):
     monkeypatch.setenv("HF_TOKEN", "s3cr3t-value")
-    shell.run_cell_magic("distribute", "--strategy torch-ddp --secret-env HF_TOKEN --name sec", "x = 1")
+    shell.run_cell_magic(
+        "distribute", "--strategy torch-ddp --secret-env HF_TOKEN --name sec", "x = 1"
+    )
     spec, bundle = fake.submitted[-1]
     assert spec.secret_env == ["HF_TOKEN"]
     assert "s3cr3t-value" not in json.dumps(spec.to_dict())
     assert all(b"s3cr3t-value" not in content for content in bundle.files.values())
     monkeypatch.delenv("HF_TOKEN")
     with pytest.raises(ShownError) as e:
-        shell.run_cell_magic("distribute", "--strategy torch-ddp --secret-env HF_TOKEN --name sec2", "x = 1")
+        shell.run_cell_magic(
+            "distribute", "--strategy torch-ddp --secret-env HF_TOKEN --name sec2", "x = 1"
+        )
     assert "HF_TOKEN" in str(e.value) and "not set" in str(e.value)
 
 
@@ -104,7 +107,9 @@ def test_bad_flags_give_one_line_and_submit_nothing(shell, magics, fake, flags, 
 
 
 def test_a_failing_cell_shows_one_line_not_a_traceback(shell, magics, fake, capsys):
-    result = shell.run_cell("%%distribute --strategy torch-ddp --replicas 0\nx = 1", store_history=True)
+    result = shell.run_cell(
+        "%%distribute --strategy torch-ddp --replicas 0\nx = 1", store_history=True
+    )
     out = capsys.readouterr()
     assert isinstance(result.error_in_exec, ShownError)
     assert "Traceback" not in out.out + out.err
@@ -138,7 +143,9 @@ def test_wait_on_a_failed_job_fails_the_cell_in_one_line(shell, magics, fake):
     assert "worker-0 exited with code 1" in str(e.value) and "%ddl logs f1" in str(e.value)
 
 
-def test_without_wait_the_cell_returns_at_once_and_ddl_wait_sees_the_end(shell, magics, fake, capsys):
+def test_without_wait_the_cell_returns_at_once_and_ddl_wait_sees_the_end(
+    shell, magics, fake, capsys
+):
     t0 = time.monotonic()
     shell.run_cell_magic("distribute", "--strategy torch-ddp --name nw", "x = 1")
     assert time.monotonic() - t0 < 1.0
@@ -162,7 +169,9 @@ def test_build_only_without_an_image_builder_is_one_line(shell, magics, fake):
 def test_dry_run_prints_script_and_yaml_and_starts_nothing(shell, magics, fake, capsys):
     require.module("jupyter_ddl.dryrun")
     run(shell, "def helper():\n    return 1")
-    shell.run_cell_magic("distribute", "--strategy torch-ddp --replicas 2 --name dry --dry-run", "helper()")
+    shell.run_cell_magic(
+        "distribute", "--strategy torch-ddp --replicas 2 --name dry --dry-run", "helper()"
+    )
     out = capsys.readouterr().out
     assert "def helper" in out and "kind: PyTorchJob" in out
     assert fake.submitted == []
@@ -170,7 +179,9 @@ def test_dry_run_prints_script_and_yaml_and_starts_nothing(shell, magics, fake, 
 
 def test_ddl_commands(shell, magics, fake, capsys, data_dir):
     _play(fake, "c1", lines=4)
-    shell.run_cell_magic("distribute", "--strategy torch-ddp --replicas 2 --name c1 --wait", "x = 1")
+    shell.run_cell_magic(
+        "distribute", "--strategy torch-ddp --replicas 2 --name c1 --wait", "x = 1"
+    )
     capsys.readouterr()
     shell.run_line_magic("ddl", "list")
     assert "c1" in capsys.readouterr().out
@@ -178,7 +189,10 @@ def test_ddl_commands(shell, magics, fake, capsys, data_dir):
     out = capsys.readouterr().out
     assert "Succeeded" in out and "worker-0" in out
     shell.run_line_magic("ddl", "logs c1 --replica master-0 --tail 2")
-    assert capsys.readouterr().out.splitlines() == ["[master-0] step 2 loss=0.333", "[master-0] step 3 loss=0.250"]
+    assert capsys.readouterr().out.splitlines() == [
+        "[master-0] step 2 loss=0.333",
+        "[master-0] step 3 loss=0.250",
+    ]
     shell.run_line_magic("ddl", "strategies")
     out = capsys.readouterr().out
     assert "tf-parameter-server" in out and "Asynchronous training" in out
@@ -187,7 +201,11 @@ def test_ddl_commands(shell, magics, fake, capsys, data_dir):
     assert json.loads((data_dir / "config.json").read_text())["log_tail"] == 77
     shell.run_line_magic("ddl", "delete c1")
     assert "c1" not in fake.jobs
-    for bad, fragment in [("frobnicate", "unknown command"), ("status", "name"), ("status ghost", "ghost")]:
+    for bad, fragment in [
+        ("frobnicate", "unknown command"),
+        ("status", "name"),
+        ("status ghost", "ghost"),
+    ]:
         with pytest.raises(ShownError) as e:
             shell.run_line_magic("ddl", bad)
         assert fragment in str(e.value)

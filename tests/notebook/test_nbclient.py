@@ -58,7 +58,9 @@ def _cancel_everything() -> None:
     m.close()
 
 
-def execute(tmp_path: Path, cells: list[str], name: str, timeout: int = 240) -> nbformat.NotebookNode:
+def execute(
+    tmp_path: Path, cells: list[str], name: str, timeout: int = 240
+) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(src) for src in cells]
     client = NotebookClient(
@@ -121,7 +123,9 @@ def test_background_job_then_ddl_wait_and_attach_after_a_kernel_restart(kernel_e
     # the dashboard's final output landed in the cell that started the job
     assert "[worker-0] rank 1 of 2 done" in texts(nb.cells[2])
 
-    again = execute(tmp_path, ["%load_ext jupyter_ddl", "%ddl attach nb-bg", "%ddl wait nb-bg"], "restart")
+    again = execute(
+        tmp_path, ["%load_ext jupyter_ddl", "%ddl attach nb-bg", "%ddl wait nb-bg"], "restart"
+    )
     attached = texts(again.cells[1])
     assert "Succeeded" in attached and "[master-0] rank 0 of 2 done" in attached  # logs replayed
 

@@ -46,7 +46,9 @@ def test_stored_without_outputs(name):
 
 def test_generator_parses_percent_format():
     gen = load_script("generate")
-    cells = gen.parse_cells("# %% [markdown]\n# # Title\n#\n# text\n\n# %%\nx = 1\n# %%\n%%distribute -s horovod\nprint(x)\n")
+    cells = gen.parse_cells(
+        "# %% [markdown]\n# # Title\n#\n# text\n\n# %%\nx = 1\n# %%\n%%distribute -s horovod\nprint(x)\n"
+    )
     assert cells == [
         ("markdown", "# Title\n\ntext"),
         ("code", "x = 1"),

@@ -100,10 +100,13 @@ async def test_follow_streams_sse_until_the_job_ends(jp_fetch, fake_manager):
     _submit(fake_manager, "job-e")
     chunks: list[bytes] = []
     await jp_fetch(
-        "jupyter-ddl", "jobs", "job-e", "logs",
+        "jupyter-ddl",
+        "jobs",
+        "job-e",
+        "logs",
         params={"follow": "true", "replica": "worker-0", "offset": "5"},
         streaming_callback=chunks.append,
-    )  # fmt: skip
+    )
     text = b"".join(chunks).decode()
     frames = [f for f in text.split("\n\n") if f.startswith("id:")]
     offsets = [json.loads(f.split("data: ", 1)[1])["offset"] for f in frames]
@@ -118,11 +121,14 @@ async def test_follow_resumes_from_last_event_id(jp_fetch, fake_manager):
     _submit(fake_manager, "job-f")
     chunks: list[bytes] = []
     await jp_fetch(
-        "jupyter-ddl", "jobs", "job-f", "logs",
+        "jupyter-ddl",
+        "jobs",
+        "job-f",
+        "logs",
         params={"follow": "1", "replica": "master-0"},
         headers={"Last-Event-ID": "master-0:6"},
         streaming_callback=chunks.append,
-    )  # fmt: skip
+    )
     ids = [ln for ln in b"".join(chunks).decode().splitlines() if ln.startswith("id:")]
     assert ids == ["id: master-0:7", "id: master-0:8", "id: master-0:9"]
 
@@ -139,15 +145,22 @@ async def test_logs_page_and_metrics(jp_fetch, fake_manager):
         ("master-0", 4),
     ]
     assert page["limited"] is True and page["next_offsets"]["master-0"] == 7
-    tail = await get_json(jp_fetch, "jupyter-ddl", "jobs", "job-g", "logs",
-                          params={"replica": "worker-0", "tail": "2"})  # fmt: skip
+    tail = await get_json(
+        jp_fetch,
+        "jupyter-ddl",
+        "jobs",
+        "job-g",
+        "logs",
+        params={"replica": "worker-0", "tail": "2"},
+    )
     assert [ln["offset"] for ln in tail["lines"]] == [6, 7]
     metrics = await get_json(jp_fetch, "jupyter-ddl", "jobs", "job-g", "metrics")
     assert metrics["replica"] == "master-0" and metrics["next_offset"] == 8
     assert [p["step"] for p in metrics["points"]] == list(range(8))
     assert metrics["points"][1]["values"]["loss"] == pytest.approx(0.5)
-    more = await get_json(jp_fetch, "jupyter-ddl", "jobs", "job-g", "metrics",
-                          params={"offset": "8"})  # fmt: skip
+    more = await get_json(
+        jp_fetch, "jupyter-ddl", "jobs", "job-g", "metrics", params={"offset": "8"}
+    )
     assert more["points"] == [] and more["next_offset"] == 8
 
 
@@ -164,8 +177,15 @@ async def test_cancel_then_delete(jp_fetch, fake_manager):
 async def test_client_disconnect_stops_the_stream(jp_fetch, fake_manager, ddl_app):
     _submit(fake_manager, "job-i")  # 1000 lines at 20/s: far longer than this test
     with pytest.raises(HTTPClientError) as info:
-        await jp_fetch("jupyter-ddl", "jobs", "job-i", "logs", params={"follow": "1"},
-                       streaming_callback=lambda _: None, request_timeout=1.0)  # fmt: skip
+        await jp_fetch(
+            "jupyter-ddl",
+            "jobs",
+            "job-i",
+            "logs",
+            params={"follow": "1"},
+            streaming_callback=lambda _: None,
+            request_timeout=1.0,
+        )
     assert info.value.code == 599  # our client gave up: the server must notice
     deadline = time.monotonic() + 5
     while ddl_app._streams and time.monotonic() < deadline:

@@ -39,6 +39,23 @@ def test_every_route_is_enumerated():
     }
 
 
+def _registered_handlers(web_app):
+    """Every handler class of ours the running server actually routes to."""
+    found, rules = set(), list(web_app.default_router.rules)
+    while rules:
+        rule = rules.pop()
+        target = rule.target
+        if hasattr(target, "rules"):  # nested routers (wildcard router, extensions)
+            rules.extend(target.rules)
+        elif isinstance(target, type) and target.__module__.startswith("jupyter_ddl"):
+            found.add(target)
+    return found
+
+
+def test_the_server_routes_only_enumerated_handlers(jp_serverapp):
+    assert _registered_handlers(jp_serverapp.web_app) == {h for _, h in routes()}
+
+
 @pytest.mark.parametrize("path,method", _endpoints())
 async def test_unauthenticated_is_refused(jp_fetch, path, method, fake_manager):
     fake_manager.backend("local")  # a job API is there: a refusal is not a 404
@@ -52,4 +69,3 @@ async def test_unauthenticated_is_refused(jp_fetch, path, method, fake_manager):
         assert r.code in (200, 204)
     except HTTPClientError as e:
         assert e.code == 404
-

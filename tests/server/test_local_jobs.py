@@ -35,6 +35,15 @@ def _submit(manager, name, steps):
     manager.submit(spec, build_bundle(TRAIN.format(steps=steps), notebook="train.ipynb"))
 
 
+@pytest.fixture(autouse=True)
+def _no_job_left_running(ddl_app):
+    """Whatever a failing assertion skipped, no replica outlives the test."""
+    yield
+    for job in ddl_app.manager.list(backend="local"):
+        if not job.state.finished:
+            ddl_app.manager.cancel(job.name, "local")
+
+
 async def _until(predicate, timeout=60.0):
     import asyncio
 
@@ -51,8 +60,9 @@ async def test_running_job_list_detail_logs_cancel_delete(jp_fetch, ddl_app):
     _submit(ddl_app.manager, "rest-run", steps=3000)
 
     async def running_with_lines():
-        page = await get_json(jp_fetch, "jupyter-ddl", "jobs", "rest-run", "logs",
-                              params={"replica": "master-0"})  # fmt: skip
+        page = await get_json(
+            jp_fetch, "jupyter-ddl", "jobs", "rest-run", "logs", params={"replica": "master-0"}
+        )
         return page if len(page["lines"]) >= 3 else None
 
     first = await _until(running_with_lines)
@@ -85,9 +95,15 @@ async def test_running_job_list_detail_logs_cancel_delete(jp_fetch, ddl_app):
             raise _Enough  # close the stream from our side
 
     with pytest.raises((_Enough, HTTPClientError)):
-        await jp_fetch("jupyter-ddl", "jobs", "rest-run", "logs",
-                       params={"follow": "1", "replica": "master-0", "offset": str(start)},
-                       streaming_callback=on_chunk, request_timeout=30)  # fmt: skip
+        await jp_fetch(
+            "jupyter-ddl",
+            "jobs",
+            "rest-run",
+            "logs",
+            params={"follow": "1", "replica": "master-0", "offset": str(start)},
+            streaming_callback=on_chunk,
+            request_timeout=30,
+        )
     assert [ln["offset"] for ln in seen[:10]] == list(range(start, start + 10))
     assert seen[9]["text"] == f"step={start + 9} loss={1.0 / (start + 10):.4f}"
 
@@ -106,9 +122,15 @@ async def test_running_job_list_detail_logs_cancel_delete(jp_fetch, ddl_app):
 async def test_finished_job_stream_ends_and_metrics(jp_fetch, ddl_app):
     _submit(ddl_app.manager, "rest-done", steps=12)
     chunks: list[bytes] = []
-    await jp_fetch("jupyter-ddl", "jobs", "rest-done", "logs",
-                   params={"follow": "1", "replica": "master-0"},
-                   streaming_callback=chunks.append, request_timeout=90)  # fmt: skip
+    await jp_fetch(
+        "jupyter-ddl",
+        "jobs",
+        "rest-done",
+        "logs",
+        params={"follow": "1", "replica": "master-0"},
+        streaming_callback=chunks.append,
+        request_timeout=90,
+    )
     text = b"".join(chunks).decode()
     ids = [ln for ln in text.splitlines() if ln.startswith("id: master-0:")]
     assert len(ids) >= 12 and ids[:2] == ["id: master-0:0", "id: master-0:1"]

@@ -54,15 +54,21 @@ def test_wheel_installs_and_enables_both_extensions_without_node(tmp_path):
     dist = tmp_path / "dist"
     subprocess.run(
         [sys.executable, "-m", "hatchling", "build", "-t", "wheel", "-d", str(dist)],
-        cwd=ROOT, env=env, check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     (wheel,) = dist.glob("jupyter_ddl-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     data = f"jupyter_ddl-{jupyter_ddl.__version__}.data/data"
     assert f"{data}/etc/jupyter/jupyter_server_config.d/jupyter_ddl.json" in names
     assert f"{data}/share/jupyter/labextensions/jupyter-ddl/package.json" in names
     assert f"{data}/share/jupyter/labextensions/jupyter-ddl/install.json" in names
-    assert any(re.search(r"labextensions/jupyter-ddl/static/remoteEntry\.\w+\.js$", n) for n in names)
+    assert any(
+        re.search(r"labextensions/jupyter-ddl/static/remoteEntry\.\w+\.js$", n) for n in names
+    )
 
     # A fresh venv (borrowing the installed Jupyter, so no download), PATH without Node.
     venv = tmp_path / "venv"
@@ -71,15 +77,32 @@ def test_wheel_installs_and_enables_both_extensions_without_node(tmp_path):
         check=True,
     )
     py = str(venv / "bin" / "python")
-    env = _no_node_env({"JUPYTER_CONFIG_DIR": str(tmp_path / "cfg"),
-                        "JUPYTER_DATA_DIR": str(tmp_path / "data")})  # fmt: skip
+    env = _no_node_env(
+        {"JUPYTER_CONFIG_DIR": str(tmp_path / "cfg"), "JUPYTER_DATA_DIR": str(tmp_path / "data")}
+    )
     env["PATH"] = f"{venv / 'bin'}:{env['PATH']}"
     # the host's pip installs into the venv (--python): no pip bootstrap in the venv
-    pip = [sys.executable, "-m", "pip", "--python", py, "install", "-q", "--no-deps",
-           "--no-index", str(wheel)]  # fmt: skip
+    pip = [
+        sys.executable,
+        "-m",
+        "pip",
+        "--python",
+        py,
+        "install",
+        "-q",
+        "--no-deps",
+        "--no-index",
+        str(wheel),
+    ]
     subprocess.run(pip, env=env, check=True, capture_output=True, timeout=120)
-    where = subprocess.run([py, "-c", "import jupyter_ddl; print(jupyter_ddl.__file__)"],
-                           env=env, capture_output=True, text=True, check=True, cwd=tmp_path)  # fmt: skip
+    where = subprocess.run(
+        [py, "-c", "import jupyter_ddl; print(jupyter_ddl.__file__)"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    )
     assert where.stdout.startswith(str(venv))
 
     server = _run(py, "jupyter_server.extension.serverextension", env, tmp_path)
@@ -92,8 +115,9 @@ def test_wheel_installs_and_enables_both_extensions_without_node(tmp_path):
 
 
 def _run(py: str, module: str, env: dict[str, str], cwd: Path) -> str:
-    r = subprocess.run([py, "-m", module, "list"], env=env, cwd=cwd, capture_output=True,
-                       text=True, timeout=120)  # fmt: skip
+    r = subprocess.run(
+        [py, "-m", module, "list"], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0, r.stderr
     # both tools print to stderr and colour their words: strip the escapes
     return re.sub(r"\x1b\[[0-9;]*m", "", r.stdout + r.stderr)

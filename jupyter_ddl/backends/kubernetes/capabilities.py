@@ -9,14 +9,18 @@ from ...manifests import RESOURCES
 from ...models import Capabilities
 from ...strategies import CATALOG
 from .connection import Connection
-from .preflight import _gpus, split_api_version
+from .preflight import _gpus, serving_versions, split_api_version
 
 
 def served_kinds(conn: Connection) -> tuple[set[str], set[str]]:
     """(job kinds served, group/versions served), from discovery."""
     groups = conn.client("ApisApi").get_api_versions().groups or []
     gvs = {v.group_version for g in groups for v in g.versions or []}
-    kinds = {k for k, (api_version, _) in RESOURCES.items() if api_version in gvs}
+    kinds = set()
+    for kind, (api_version, plural) in RESOURCES.items():
+        group, version = split_api_version(api_version)
+        if api_version in gvs and version in serving_versions(conn, group, plural):
+            kinds.add(kind)
     return kinds, gvs
 
 
@@ -46,14 +50,8 @@ def capabilities(conn: Connection, cfg: Config) -> Capabilities:
             "reachable": True,
             "namespace": conn.namespace,
             "kinds": sorted(kinds),
-            "mpijob": next(
-                (
-                    v
-                    for v in ("kubeflow.org/v2beta1", "kubeflow.org/v1")
-                    if v in gvs and "MPIJob" in kinds
-                ),
-                None,
-            ),
+            # which MPIJob is installed: v2beta1 (mpi-operator) or v1 (training operator)
+            "mpijob_versions": serving_versions(conn, "kubeflow.org", "mpijobs"),
         },
     )
 

@@ -27,34 +27,41 @@ def split_api_version(api_version: str) -> tuple[str, str]:
     return group, version
 
 
-def check_crd(conn: Connection, kind: str, api_version: str, plural: str) -> None:
-    """Raise BackendUnavailable naming the operator when ``kind`` is not served."""
+def serving_versions(conn: Connection, group: str, plural: str) -> list[str]:
+    """The versions of ``group`` whose discovery document lists ``plural``."""
     from kubernetes.client import ApiException
 
-    group, version = split_api_version(api_version)
     try:
         groups = conn.client("ApisApi").get_api_versions().groups or []
     except ApiException as e:
         raise from_api_exception(e, action="reading the cluster's API groups") from e
-    served = {v.version for g in groups if g.name == group for v in g.versions or []}
-    if version not in served:
-        other = sorted(served)
-        err = crd_missing(kind, api_version)
-        if kind == "MPIJob" and other:  # same CRD name, other operator (contract §10.1)
-            raise BackendUnavailable(
-                f"the cluster serves MPIJob {group}/{', '.join(other)}, not {api_version}: "
-                "the training operator's MPIJob v1 is installed instead of the MPI operator",
-                hint=err.hint,
-            )
-        raise err
-    try:
-        resources = conn.client("CustomObjectsApi").get_api_resources(group, version)
-    except ApiException as e:
-        raise from_api_exception(
-            e, action=f"reading {api_version}", kind=kind, group_version=api_version
-        ) from e
-    if plural not in {r.name for r in (resources.resources or [])}:
-        raise crd_missing(kind, api_version)
+    out = []
+    for version in (v.version for g in groups if g.name == group for v in g.versions or []):
+        try:
+            found = conn.client("CustomObjectsApi").get_api_resources(group, version)
+        except ApiException as e:
+            if e.status == 404:
+                continue
+            raise from_api_exception(e, action=f"reading {group}/{version}") from e
+        if plural in {r.name for r in (found.resources or [])}:
+            out.append(version)
+    return out
+
+
+def check_crd(conn: Connection, kind: str, api_version: str, plural: str) -> None:
+    """Raise BackendUnavailable naming the operator when ``kind`` is not served."""
+    group, version = split_api_version(api_version)
+    served = serving_versions(conn, group, plural)
+    if version in served:
+        return
+    err = crd_missing(kind, api_version)
+    if kind == "MPIJob" and served:  # same CRD name, other operator (contract §10.1)
+        raise BackendUnavailable(
+            f"the cluster serves MPIJob {group}/{', '.join(served)}, not {api_version}: "
+            "the training operator's MPIJob v1 is installed instead of the MPI operator",
+            hint=err.hint,
+        )
+    raise err
 
 
 def access_checks(api_version: str, plural: str) -> list[tuple[str, str, str, str]]:

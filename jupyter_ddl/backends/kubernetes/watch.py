@@ -230,7 +230,7 @@ class JobWatcher:
         replicas: dict[str, ReplicaStatus] = {}
         waiting: dict[str, str | None] = {}
         synced: set[str] = set()
-        gone = False
+        gone, folded = False, 0.0
         while not self.stop.is_set():
             try:
                 tag, item = self.q.get(timeout=0.2)
@@ -286,6 +286,11 @@ class JobWatcher:
                         kind=self.kind,
                         name=self.name,
                     )
+            # Folding the status costs a pass over every pod: do it when the job or a
+            # pod changed, and on idle ticks, not for each of thousands of log lines.
+            if tag in ("line", "usage", "follower-done") and time.monotonic() - folded < 0.25:
+                continue
+            folded = time.monotonic()
             st = self._status()
             if st is None:
                 if gone:

@@ -29,7 +29,6 @@ from typing import Any
 
 from ...models import CodeBundle, JobHandle, JobSpec, JobStatus
 
-
 #: the supervisor's own import path entry, taken off again for the replicas
 SUPERVISOR_PATH_ENV = "JUPYTER_DDL_SUPERVISOR_PATH"
 

@@ -106,3 +106,17 @@ def describe_exit(exit_code: int | None, signal: int | None) -> str:
         except ValueError:
             return f"signal {signal}"
     return f"exit code {exit_code}"
+
+
+def explain_exit(exit_code: int | None, signal: int | None, last_lines: list[str]) -> str:
+    """:func:`describe_exit` plus the likely cause when the last lines show one."""
+    text = describe_exit(exit_code, signal)
+    tail = "\n".join(last_lines[-5:])
+    if signal == _signal.SIGABRT and "terminate called without an active exception" in tail:
+        return (
+            text
+            + " (gloo aborted at interpreter exit: end the cell with dist.destroy_process_group())"
+        )
+    if signal == _signal.SIGKILL or exit_code == 137:
+        return text + " (killed: out of memory, or stopped from outside)"
+    return text

@@ -176,7 +176,7 @@ class Supervisor:
 
     def on_exit(self, r: Replica) -> None:
         self._dirty = True
-        how = policy.describe_exit(r.exit_code, r.signal)
+        how = policy.explain_exit(r.exit_code, r.signal, list(r.last))
         decision = policy.on_exit(r.policy, r.exit_code, r.signal)
         ok = r.exit_code == 0 and r.signal is None
         key = (r.launch.role, r.launch.index)

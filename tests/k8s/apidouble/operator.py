@@ -161,6 +161,10 @@ class Operator:
         env = contract.replica_env(spec, "Node" if kind == "TrainJob" else rtype, i, self.endpoints[md["uid"]])
         for c in pspec.get("containers", [])[:1]:  # the operators set env on the main container
             c["env"] = (c.get("env") or []) + [{"name": k, "value": v} for k, v in env.items()]
+        for c in pspec.get("containers", []):  # the API server serves quantities as strings
+            for part in ("limits", "requests"):
+                res = (c.get("resources") or {}).get(part) or {}
+                res.update({k: str(v) for k, v in res.items()})
         pspec["restartPolicy"] = {"ExitCode": "Never"}.get(rspec.get("restartPolicy") or DEFAULT_POLICY[kind], rspec.get("restartPolicy") or DEFAULT_POLICY[kind])
         labels = {**((tmpl.get("metadata") or {}).get("labels") or {}), **self._labels(kind, md["name"], rtype, i, master)}
         api_version = job.get("apiVersion", "")

@@ -107,7 +107,7 @@ class Handler(BaseHTTPRequestHandler):
         url = urlparse(self.path)
         q = {k: v[-1] for k, v in parse_qs(url.query).items()}
         with self.state.lock:
-            self.state.requests.append((method, url.path))
+            self.state.requests.append((method, self.path))
         try:
             from .routes import route
 

@@ -1,0 +1,231 @@
+"""Kubernetes log streaming and submit latency (issue 9), against the API double.
+
+The real ``kubernetes`` client talks HTTP to the API double (tests/k8s/apidouble),
+whose kubelet runs every pod as a local process. Each repeat runs two identical
+8-pod PyTorchJobs whose replicas print ``rate`` lines/s for ``seconds``, each line
+carrying its write time:
+
+- **ours**: ``KubernetesBackend.watch`` (all pods followed at once, as they start);
+- **baseline**: pods followed one at a time with ``read_namespaced_pod_log(follow=True)``,
+  as a simple client (and the Kubeflow v1 SDK) does.
+
+Latency = line delivered to the caller − line written in the replica. Throughput =
+lines delivered / (last delivery − first write). Submit latency = ``submit`` call to
+job object created, with the code in a ConfigMap and with an image push to a real
+``docker-registry`` (new code each time, so a layer is really pushed); the baseline is
+creating the same job object directly with ``create_namespaced_custom_object``.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from benchmarks.table import Row, summarize
+
+AREA = "log streaming, Kubernetes API double"
+PODS = 8
+
+CELL = """\
+import os, time
+rank, rate, seconds = os.environ["RANK"], int(os.environ["RATE"]), float(os.environ["SECONDS"])
+n = int(rate * seconds)
+t0 = time.time()
+for i in range(n):
+    delay = t0 + i / rate - time.time()
+    if delay > 0:
+        time.sleep(delay)
+    print(f"L {rank} {i} {time.time():.6f}", flush=True)
+open(os.path.join(os.environ["MARKS"], "done-" + rank), "w").close()
+while rank == "0" and len(os.listdir(os.environ["MARKS"])) < int(os.environ["WORLD_SIZE"]):
+    time.sleep(0.05)  # the master's end ends a PyTorchJob: wait for the others
+"""
+
+
+def _spec(rate: int, seconds: float, marks: Path) -> Any:
+    from jupyter_ddl.manifests import CODE_DIR
+    from jupyter_ddl.models import JobSpec
+
+    return JobSpec(
+        name=f"bench-{uuid.uuid4().hex[:6]}",
+        strategy="torch-ddp",
+        replicas={"Master": 1, "Worker": PODS - 1},
+        command=["python", "-u", f"{CODE_DIR}/cell.py"],
+        env={"RATE": str(rate), "SECONDS": str(seconds), "MARKS": str(marks)},
+    )
+
+
+def _parse(text: str) -> tuple[str, int, float] | None:
+    parts = text.split(" ")
+    if len(parts) != 4 or parts[0] != "L":
+        return None
+    return parts[1], int(parts[2]), float(parts[3])
+
+
+def _stats(got: list[tuple[str, int, float, float]], expected: int) -> dict[str, float]:
+    lat = sorted(recv - sent for _, _, sent, recv in got)
+    unique = {(r, i) for r, i, _, _ in got}
+    span = max(recv for *_, recv in got) - min(sent for _, _, sent, _ in got) if got else 1.0
+    return {
+        "median_ms": 1000 * statistics.median(lat) if lat else float("inf"),
+        "p99_ms": 1000 * lat[min(len(lat) - 1, int(0.99 * len(lat)))] if lat else float("inf"),
+        "throughput": len(unique) / span,
+        "lost": float(expected - len(unique)),
+    }
+
+
+def ours(backend: Any, name: str) -> list[tuple[str, int, float, float]]:
+    from jupyter_ddl.models import EventKind
+
+    got = []
+    stop = threading.Event()
+    timer = threading.Timer(60, stop.set)
+    timer.start()
+    for ev in backend.watch(name, stop=stop):
+        if ev.kind == EventKind.LOG and ev.log is not None:
+            now = time.time()
+            p = _parse(ev.log.text)
+            if p:
+                got.append((*p, now))
+    timer.cancel()
+    return got
+
+
+def baseline(conn: Any, name: str) -> list[tuple[str, int, float, float]]:
+    """Follow the pods one after the other, each until its container ends."""
+    core = conn.client("CoreV1Api")
+    got: list[tuple[str, int, float, float]] = []
+    pods = [f"{name}-master-0"] + [f"{name}-worker-{i}" for i in range(PODS - 1)]
+    for pod in pods:
+        while True:  # wait until the pod has started
+            p = core.read_namespaced_pod(pod, conn.namespace)
+            if p.status and p.status.container_statuses and p.status.container_statuses[0].container_id:
+                break
+            time.sleep(0.05)
+        resp = core.read_namespaced_pod_log(pod, conn.namespace, follow=True, _preload_content=False)
+        pending = b""
+        for chunk in resp.stream(4096):
+            now = time.time()
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for raw in lines:
+                parsed = _parse(raw.decode())
+                if parsed:
+                    got.append((*parsed, now))
+        resp.release_conn()
+    return got
+
+
+def _registry(root: Path) -> tuple[Any, str] | None:
+    """A plain docker-registry with a small base image, or None when not installed."""
+    import shutil
+    import subprocess
+
+    if not (shutil.which("docker-registry") and shutil.which("skopeo")):
+        return None
+    from tests.image.bases import make_layout
+    from tests.image.registries import start_registry
+
+    reg = start_registry("plain", root / "registry")
+    layout = make_layout(root / "layout")
+    subprocess.run(["skopeo", "copy", "--dest-tls-verify=false", f"oci:{layout}:base",
+                    f"docker://{reg.host}/base:1"], check=True, capture_output=True)  # fmt: skip
+    return reg, f"{reg.host}/base:1"
+
+
+def submit_latency(backend: Any, double: Any, repeats: int, image: str | None) -> tuple[list[float], list[float]]:
+    """(ours, baseline) seconds for ``repeats`` submits of a 1-replica job."""
+    from jupyter_ddl.bundle import build_bundle
+    from jupyter_ddl.manifests import RESOURCES, build_manifests
+    from jupyter_ddl.models import JobSpec
+
+    co = backend.conn.client("CustomObjectsApi")
+    mine, base = [], []
+    for i in range(repeats):
+        spec = JobSpec(name=f"sub-{uuid.uuid4().hex[:6]}", strategy="torch-ddp", replicas={"Master": 1},
+                       command=["python", "-c", "pass"], image=image)  # fmt: skip
+        bundle = build_bundle(f"print({i}, {time.time()!r})\n")  # new code: a real push
+        t0 = time.perf_counter()
+        backend.submit(spec, bundle)
+        mine.append(time.perf_counter() - t0)
+        job = build_manifests(spec, image=image or "img", command=["python", "x.py"])[0]
+        job["metadata"]["name"] = spec.name + "-b"
+        _, plural = RESOURCES["PyTorchJob"]
+        t0 = time.perf_counter()
+        co.create_namespaced_custom_object("kubeflow.org", "v1", backend.conn.namespace, plural, job)
+        base.append(time.perf_counter() - t0)
+    return mine, base
+
+
+def run(repeats: int = 3, quick: bool = False, budget_s: float = 90.0, rate: int = 500, seconds: float = 2.0) -> list[Row]:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from jupyter_ddl.backends.kubernetes import KubernetesBackend
+    from jupyter_ddl.bundle import build_bundle
+    from jupyter_ddl.config import Config
+    from tests.k8s.apidouble import ApiDouble
+
+    repeats = 1 if quick else max(1, min(repeats, 3))
+    samples: dict[str, list[dict[str, float]]] = {"ours": [], "base": []}
+    with tempfile.TemporaryDirectory(prefix="k8s-bench-") as tmp, ApiDouble() as double:
+        root = Path(tmp)
+        kc = double.kubeconfig(root / "kc")
+        backend = KubernetesBackend(Config(backend="kubernetes"), kubeconfig=str(kc), sa_dir=root, usage_every=0)
+        expected = PODS * int(rate * seconds)
+        for r in range(repeats):
+            for who in ("ours", "base"):
+                marks = root / f"marks-{r}-{who}"
+                marks.mkdir()
+                spec = _spec(rate, seconds, marks)
+                backend.submit(spec, build_bundle(CELL))
+                got = ours(backend, spec.name) if who == "ours" else baseline(backend.conn, spec.name)
+                samples[who].append(_stats(got, expected))
+                backend.delete(spec.name)
+        n_sub = 2 if quick else 5
+        sub_cm = submit_latency(backend, double, n_sub, None)
+        reg = _registry(root)
+        sub_img = None
+        if reg is not None:
+            backend.config.registry = f"{reg[0].host}/bench"
+            backend.config.insecure_registries = [reg[0].host]
+            sub_img = submit_latency(backend, double, n_sub, reg[1])
+            reg[0].stop()
+        backend.close()
+    return _rows(samples, sub_cm, sub_img, rate)
+
+
+def _rows(samples: dict[str, list[dict[str, float]]], sub_cm: tuple[list[float], list[float]],
+          sub_img: tuple[list[float], list[float]] | None, rate: int) -> list[Row]:  # fmt: skip
+    def col(who: str, key: str) -> tuple[float, tuple[float, float]]:
+        return summarize([s[key] for s in samples[who]])
+
+    base_name = "pods followed one at a time (read_namespaced_pod_log follow)"
+    rows = []
+    for key, measure, target, unit in (("median_ms", f"latency median, {PODS} pods × {rate} lines/s", "≤ 250", "ms"),
+                                       ("p99_ms", "latency p99", "≤ 1000", "ms")):  # fmt: skip
+        o, o_r = col("ours", key)
+        b, b_r = col("base", key)
+        rows.append(Row(AREA, measure, o, b, base_name, f"{target} {unit}", o <= float(target.split()[-1]), unit, o_r, b_r))
+    o, o_r = col("ours", "throughput")
+    b, b_r = col("base", "throughput")
+    rows.append(Row(AREA, "throughput", o, b, base_name, "≥ baseline", o >= 0.95 * b, "lines/s", o_r, b_r))
+    o, o_r = col("ours", "lost")
+    b, b_r = col("base", "lost")
+    rows.append(Row(AREA, "lines lost", o, b, base_name, "0", o == 0, "", o_r, b_r))
+    direct = "creating the job object directly"
+    for label, pair, target in (("submit latency, code in a ConfigMap", sub_cm, 1.0), ("submit latency, image push", sub_img, 5.0)):
+        if pair is None:
+            continue
+        (o, o_r), (b, b_r) = summarize(pair[0]), summarize(pair[1])
+        rows.append(Row("submit, Kubernetes API double", label, o, b, direct, f"≤ {target:g} s", o <= target, "s", o_r, b_r))
+    return rows
+
+
+if __name__ == "__main__":
+    for row in run(quick="--quick" in sys.argv):
+        print(f"{row.measure:<44} {row.ours:10.2f}{row.unit:<8} baseline {row.baseline or 0:10.2f}  {row.target:<10} {'ok' if row.passed else 'MISSED'}")

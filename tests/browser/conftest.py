@@ -1,0 +1,142 @@
+"""JupyterLab served locally (isolated Jupyter dirs, a base URL like Kubeflow's) and
+Debian's Chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from support import require
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILT = ROOT / "jupyter_ddl" / "labextension"
+ARTIFACTS = ROOT / ".test-artifacts"
+BASE_URL = "/notebook/team/lab-user/"  # Kubeflow serves notebook servers under such a prefix
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def lab(tmp_path, data_dir):
+    """A running JupyterLab with our server and lab extensions; yields its URL info."""
+    require.module("jupyterlab")
+    if not (BUILT / "static" / "style.js").exists():
+        msg = "the lab extension is not built (run scripts/build-labextension)"
+        pytest.fail(msg) if require.STRICT else pytest.skip(msg)
+    dirs = {
+        k: tmp_path / k.lower()
+        for k in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR")
+    }
+    for d in dirs.values():
+        d.mkdir()
+    (dirs["JUPYTER_DATA_DIR"] / "labextensions").mkdir()
+    (dirs["JUPYTER_DATA_DIR"] / "labextensions" / "jupyter-ddl").symlink_to(BUILT)
+    # the server extension is switched on by the very file the wheel installs
+    enable = dirs["JUPYTER_CONFIG_DIR"] / "jupyter_server_config.d"
+    enable.mkdir()
+    shutil.copy(ROOT / "jupyter-config" / "jupyter_server_config.d" / "jupyter_ddl.json", enable)
+    # no news/update toast over the page we photograph
+    labconfig = dirs["JUPYTER_CONFIG_DIR"] / "labconfig"
+    labconfig.mkdir()
+    off = {"@jupyterlab/apputils-extension:announcements": True}
+    (labconfig / "page_config.json").write_text(json.dumps({"disabledExtensions": off}))
+    settings = tmp_path / "lab-settings"
+    root = tmp_path / "root"
+    root.mkdir()
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {**os.environ, **{k: str(v) for k, v in dirs.items()}}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["JUPYTER_PLATFORM_DIRS"] = "1"
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--allow-root",
+        f"--ServerApp.port={port}",
+        "--ServerApp.ip=127.0.0.1",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.base_url={BASE_URL}",
+        f"--ServerApp.root_dir={root}",
+        f"--LabApp.user_settings_dir={settings}",
+    ]
+    log = (tmp_path / "lab.log").open("w")
+    proc = subprocess.Popen(cmd, env=env, cwd=root, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}{BASE_URL}"
+    try:
+        _wait_ready(f"{url}api/status?token={token}", proc, tmp_path / "lab.log")
+        yield {
+            "url": url,
+            "token": token,
+            "root": root,
+            "settings": settings,
+            "log": tmp_path / "lab.log",
+        }
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        log.close()
+
+
+def _wait_ready(url: str, proc: subprocess.Popen, log: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"JupyterLab exited:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise AssertionError(f"JupyterLab not ready in {timeout}s:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture
+def browser():
+    """Debian's Chromium through Playwright (no `playwright install` needed)."""
+    require.module("playwright")
+    chromium = require.executable("chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def artifacts():
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
