@@ -105,10 +105,16 @@ def baseline(conn: Any, name: str) -> list[tuple[str, int, float, float]]:
     for pod in pods:
         while True:  # wait until the pod has started
             p = core.read_namespaced_pod(pod, conn.namespace)
-            if p.status and p.status.container_statuses and p.status.container_statuses[0].container_id:
+            if (
+                p.status
+                and p.status.container_statuses
+                and p.status.container_statuses[0].container_id
+            ):
                 break
             time.sleep(0.05)
-        resp = core.read_namespaced_pod_log(pod, conn.namespace, follow=True, _preload_content=False)
+        resp = core.read_namespaced_pod_log(
+            pod, conn.namespace, follow=True, _preload_content=False
+        )
         pending = b""
         for chunk in resp.stream(4096):
             now = time.time()
@@ -139,7 +145,9 @@ def _registry(root: Path) -> tuple[Any, str] | None:
     return reg, f"{reg.host}/base:1"
 
 
-def submit_latency(backend: Any, double: Any, repeats: int, image: str | None) -> tuple[list[float], list[float]]:
+def submit_latency(
+    backend: Any, double: Any, repeats: int, image: str | None
+) -> tuple[list[float], list[float]]:
     """(ours, baseline) seconds for ``repeats`` submits of a 1-replica job."""
     from jupyter_ddl.bundle import build_bundle
     from jupyter_ddl.manifests import RESOURCES, build_manifests
@@ -158,12 +166,20 @@ def submit_latency(backend: Any, double: Any, repeats: int, image: str | None) -
         job["metadata"]["name"] = spec.name + "-b"
         _, plural = RESOURCES["PyTorchJob"]
         t0 = time.perf_counter()
-        co.create_namespaced_custom_object("kubeflow.org", "v1", backend.conn.namespace, plural, job)
+        co.create_namespaced_custom_object(
+            "kubeflow.org", "v1", backend.conn.namespace, plural, job
+        )
         base.append(time.perf_counter() - t0)
     return mine, base
 
 
-def run(repeats: int = 3, quick: bool = False, budget_s: float = 90.0, rate: int = 500, seconds: float = 2.0) -> list[Row]:
+def run(
+    repeats: int = 3,
+    quick: bool = False,
+    budget_s: float = 90.0,
+    rate: int = 500,
+    seconds: float = 2.0,
+) -> list[Row]:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from jupyter_ddl.backends.kubernetes import KubernetesBackend
     from jupyter_ddl.bundle import build_bundle
@@ -175,7 +191,9 @@ def run(repeats: int = 3, quick: bool = False, budget_s: float = 90.0, rate: int
     with tempfile.TemporaryDirectory(prefix="k8s-bench-") as tmp, ApiDouble() as double:
         root = Path(tmp)
         kc = double.kubeconfig(root / "kc")
-        backend = KubernetesBackend(Config(backend="kubernetes"), kubeconfig=str(kc), sa_dir=root, usage_every=0)
+        backend = KubernetesBackend(
+            Config(backend="kubernetes"), kubeconfig=str(kc), sa_dir=root, usage_every=0
+        )
         expected = PODS * int(rate * seconds)
         for r in range(repeats):
             for who in ("ours", "base"):
@@ -183,7 +201,9 @@ def run(repeats: int = 3, quick: bool = False, budget_s: float = 90.0, rate: int
                 marks.mkdir()
                 spec = _spec(rate, seconds, marks)
                 backend.submit(spec, build_bundle(CELL))
-                got = ours(backend, spec.name) if who == "ours" else baseline(backend.conn, spec.name)
+                got = (
+                    ours(backend, spec.name) if who == "ours" else baseline(backend.conn, spec.name)
+                )
                 samples[who].append(_stats(got, expected))
                 backend.delete(spec.name)
         n_sub = 2 if quick else 5
@@ -210,22 +230,55 @@ def _rows(samples: dict[str, list[dict[str, float]]], sub_cm: tuple[list[float],
                                        ("p99_ms", "latency p99", "≤ 1000", "ms")):  # fmt: skip
         o, o_r = col("ours", key)
         b, b_r = col("base", key)
-        rows.append(Row(AREA, measure, o, b, base_name, f"{target} {unit}", o <= float(target.split()[-1]), unit, o_r, b_r))
+        rows.append(
+            Row(
+                AREA,
+                measure,
+                o,
+                b,
+                base_name,
+                f"{target} {unit}",
+                o <= float(target.split()[-1]),
+                unit,
+                o_r,
+                b_r,
+            )
+        )
     o, o_r = col("ours", "throughput")
     b, b_r = col("base", "throughput")
-    rows.append(Row(AREA, "throughput", o, b, base_name, "≥ baseline", o >= 0.95 * b, "lines/s", o_r, b_r))
+    rows.append(
+        Row(AREA, "throughput", o, b, base_name, "≥ baseline", o >= 0.95 * b, "lines/s", o_r, b_r)
+    )
     o, o_r = col("ours", "lost")
     b, b_r = col("base", "lost")
     rows.append(Row(AREA, "lines lost", o, b, base_name, "0", o == 0, "", o_r, b_r))
     direct = "creating the job object directly"
-    for label, pair, target in (("submit latency, code in a ConfigMap", sub_cm, 1.0), ("submit latency, image push", sub_img, 5.0)):
+    for label, pair, target in (
+        ("submit latency, code in a ConfigMap", sub_cm, 1.0),
+        ("submit latency, image push", sub_img, 5.0),
+    ):
         if pair is None:
             continue
         (o, o_r), (b, b_r) = summarize(pair[0]), summarize(pair[1])
-        rows.append(Row("submit, Kubernetes API double", label, o, b, direct, f"≤ {target:g} s", o <= target, "s", o_r, b_r))
+        rows.append(
+            Row(
+                "submit, Kubernetes API double",
+                label,
+                o,
+                b,
+                direct,
+                f"≤ {target:g} s",
+                o <= target,
+                "s",
+                o_r,
+                b_r,
+            )
+        )
     return rows
 
 
 if __name__ == "__main__":
     for row in run(quick="--quick" in sys.argv):
-        print(f"{row.measure:<44} {row.ours:10.2f}{row.unit:<8} baseline {row.baseline or 0:10.2f}  {row.target:<10} {'ok' if row.passed else 'MISSED'}")
+        print(
+            f"{row.measure:<44} {row.ours:10.2f}{row.unit:<8} baseline {row.baseline or 0:10.2f}  {row.target:<10} {'ok' if row.passed else 'MISSED'}"
+        )

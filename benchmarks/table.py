@@ -62,8 +62,9 @@ def fmt_figure(value: float | None, rng: tuple[float, float] | None, unit: str) 
         return "–"
     num = fmt_bytes if unit == "B" else fmt_number
     text = num(value) + (f" {unit}" if unit and unit != "B" else "")
-    if rng and (rng[0] != value or rng[1] != value):
-        text += f" ({num(rng[0])}–{num(rng[1])})"
+    low, high = (num(rng[0]), num(rng[1])) if rng else (None, None)
+    if low is not None and (low, high) != (num(value), num(value)):
+        text += f" ({low}–{high})"
     return text
 
 
@@ -85,7 +86,7 @@ def cells(row: Row) -> list[str]:
         row.measure,
         fmt_figure(row.ours, row.ours_range, row.unit),
         baseline,
-        "–" if ratio is None else f"{ratio:.2f}×",
+        "–" if ratio is None else f"{fmt_number(ratio)}×",
         row.target,
         result_word(row),
     ]

@@ -125,13 +125,16 @@ def free_port() -> int:
 
 
 def run_by_hand(workdir: Path, cell: str, *, timeout: float = 120.0) -> float:
-    """Start the cell as ``WORLD_SIZE`` subprocesses with the PyTorchJob env; steps/s."""
+    """Start the cell as ``WORLD_SIZE`` subprocesses with the PyTorchJob env; steps/s.
+
+    Raises RuntimeError naming the first rank that failed (the others are stopped at
+    once: a surviving gloo rank would wait for its peer for many minutes)."""
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "cell.py").write_text(cell)
     (workdir / "by_hand.py").write_text(BY_HAND_WRAPPER)
     port = free_port()
-    procs = []
-    for rank in range(WORLD_SIZE):
+    procs, logs = [], [workdir / f"rank-{rank}.log" for rank in range(WORLD_SIZE)]
+    for rank, log in enumerate(logs):
         env = dict(
             os.environ,
             MASTER_ADDR="127.0.0.1",
@@ -139,40 +142,47 @@ def run_by_hand(workdir: Path, cell: str, *, timeout: float = 120.0) -> float:
             RANK=str(rank),
             WORLD_SIZE=str(WORLD_SIZE),
         )
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, str(workdir / "by_hand.py"), str(workdir / "cell.py")],
-                env=env,
-                cwd=workdir,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                start_new_session=True,  # its own group, so a timeout kills it whole
+        with open(log, "wb") as out:  # a file, like a shell redirect: never a full pipe
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, str(workdir / "by_hand.py"), str(workdir / "cell.py")],
+                    env=env,
+                    cwd=workdir,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # its own group, so one kill ends it whole
+                )
             )
-        )
-    deadline = time.monotonic() + timeout
-    outputs = []
     try:
-        for p in procs:
-            out, _ = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
-            outputs.append(out)
-    except subprocess.TimeoutExpired:
-        raise RuntimeError(f"by-hand run exceeded {timeout:.0f} s") from None
+        _wait_all(procs, logs, timeout)
     finally:
         for p in procs:
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
-    for rank, (p, out) in enumerate(zip(procs, outputs, strict=True)):
-        if p.returncode != 0:
-            last = out.strip().splitlines()[-1:] or ["(no output)"]
-            raise RuntimeError(f"by-hand rank {rank} exited {p.returncode}: {last[0]}")
-    return parse_steps_per_s("\n".join(outputs).splitlines())
+    return parse_steps_per_s([ln for log in logs for ln in log.read_text().splitlines()])
+
+
+def _wait_all(procs: list[subprocess.Popen[bytes]], logs: list[Path], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        codes = [p.poll() for p in procs]
+        for rank, code in enumerate(codes):
+            if code:  # non-zero: this rank failed
+                last = logs[rank].read_text(errors="replace").strip().splitlines()[-1:]
+                raise RuntimeError(
+                    f"by-hand rank {rank} exited {code}: {(last or ['(no output)'])[0]}"
+                )
+        if all(c == 0 for c in codes):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"by-hand run exceeded {timeout:.0f} s")
 
 
 def run_ours(manager: JobManager, cell: str, *, timeout: float = 120.0) -> float:
     """Submit the cell as a torch-ddp job on the local backend; steps/s."""
     from jupyter_ddl.bundle import build_bundle
+    from jupyter_ddl.errors import DDLError
     from jupyter_ddl.models import JobSpec, JobState
 
     name = f"bench-ddp-{uuid.uuid4().hex[:8]}"
@@ -190,14 +200,14 @@ def run_ours(manager: JobManager, cell: str, *, timeout: float = 120.0) -> float
             raise RuntimeError(f"product run exceeded {timeout:.0f} s")
         lines = [line.text for line in manager.logs(name)]
         if status.state != JobState.SUCCEEDED:
-            last = lines[-1:] or [status.message or "(no output)"]
-            raise RuntimeError(f"product job ended {status.state.value}: {last[0]}")
+            why = status.message or (lines[-1] if lines else "(no output)")
+            raise RuntimeError(f"product job ended {status.state.value}: {why}")
         return parse_steps_per_s(lines)
     finally:
         try:
             manager.delete(name)  # cancels first if it still runs
-        except Exception:  # noqa: BLE001 - cleanup must not hide the real error
-            pass
+        except (DDLError, OSError):
+            pass  # cleanup must not hide the real error; the data dir goes anyway
 
 
 @contextmanager

@@ -167,8 +167,15 @@ class DDLMagics(Magics):
                 "--build-only: image building is not available in this install; "
                 "drop --build-only or install jupyter-ddl with the image builder"
             )
-        built = build(spec, bundle)
-        print(f"image: {getattr(built, 'ref', built)}")
+        from .widgets.progress import BuildProgress
+
+        built = build(spec, bundle, progress=BuildProgress(widgets=widgets_available(self.shell)))
+        pushed = (
+            "pushed"
+            if getattr(built, "pushed", True)
+            else "already in the registry, nothing uploaded"
+        )
+        print(f"image: {getattr(built, 'ref', built)} ({pushed})")
 
     # -- following jobs ------------------------------------------------------------------
     def follow(self, name: str, backend: str | None = None) -> Dashboard:

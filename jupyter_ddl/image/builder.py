@@ -2,7 +2,8 @@
 
 The tag is derived from everything that decides the image's bytes (base digest,
 platform, bundle digest, source notebook, builder format), so pushing unchanged code
-costs a ping, the base manifest GET and one manifest HEAD, and uploads nothing.
+costs the base manifest GET and one manifest HEAD (plus a 401 where a login is
+needed), and uploads nothing.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RegistryError
-from .reference import DOCKER_HUB, DOCKER_HUB_AUTH_KEY
+from .reference import DOCKER_HUB, DOCKER_HUB_API, DOCKER_HUB_AUTH_KEY
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Credential:
 def _host_keys(host: str) -> list[str]:
     """The spellings a config file may use for one registry."""
     keys = [host, f"https://{host}", f"http://{host}", f"https://{host}/v1/", f"https://{host}/v2/"]
-    if host == DOCKER_HUB:
+    if host in (DOCKER_HUB, DOCKER_HUB_API, "index.docker.io"):
         keys = [DOCKER_HUB_AUTH_KEY, "index.docker.io", "registry-1.docker.io", *keys]
     return keys
 

@@ -1,7 +1,7 @@
 """The registry client: the only module of the package that does registry HTTP.
 
-One ``RegistryClient`` per registry host. It decides the scheme once (HTTPS; plain
-HTTP only for registries configured as insecure and for loopback), authenticates
+One ``RegistryClient`` per registry host. It finds the scheme with its first request
+(HTTPS; plain HTTP only for insecure and loopback registries), authenticates
 (anonymous, basic, or a bearer token for the scopes it was given), retries 5xx,
 429 and dropped connections with backoff, counts requests and bytes, and turns every
 failure into a one-line ``RegistryError``. Credentials never reach a message or a log.
@@ -9,7 +9,6 @@ failure into a one-line ``RegistryError``. Credentials never reach a message or 
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import time
@@ -30,7 +29,7 @@ from .failures import (
     token_failure,
     unreachable,
 )
-from .manifest import MANIFEST_ACCEPT
+from .manifest import MANIFEST_ACCEPT, sha256_digest
 from .progress import Stats
 from .reference import is_loopback
 
@@ -83,8 +82,10 @@ class RegistryClient:
         schemes = ["https"]
         if self.insecure or is_loopback(self.host):
             schemes.append("http")
-            if _SCHEMES.get(self.host) == "http":
-                schemes.reverse()  # learnt earlier in this process: skip the TLS probe
+        # loopback traffic never leaves the machine: plain HTTP first spares a TLS probe
+        # (an HTTPS registry tells a plain request so); remembered for later builds too
+        if _SCHEMES.get(self.host, "http" if is_loopback(self.host) else "https") == "http":
+            schemes.reverse()
         for i, scheme in enumerate(schemes):
             last = i == len(schemes) - 1
             try:
@@ -97,8 +98,8 @@ class RegistryClient:
                 if last:
                     raise unreachable(self.host) from None
                 continue
-            if scheme == "https" and resp.status_code == 400 and not last:
-                continue  # an HTTPS request to a plain-HTTP server
+            if resp.status_code == 400 and not last and (scheme == "https" or _tls_only(resp)):
+                continue  # the other scheme is the one this server speaks
             self._base, _SCHEMES[self.host] = f"{scheme}://{self.host}", scheme
             return resp
         raise AssertionError("unreachable")
@@ -258,8 +259,7 @@ class RegistryClient:
             ok=(200,),
             headers={"Accept": MANIFEST_ACCEPT},
         )
-        body = resp.content
-        digest = "sha256:" + hashlib.sha256(body).hexdigest()
+        body, digest = resp.content, sha256_digest(resp.content)
         if ref.startswith("sha256:") and ref != digest:
             raise RegistryError(f"registry {self.host} sent a manifest that does not match {ref}")
         return body, resp.headers.get("Content-Type", "").split(";")[0], digest
@@ -284,10 +284,7 @@ class RegistryClient:
             data=body,
             headers={"Content-Type": media_type},
         )
-        return (
-            resp.headers.get("Docker-Content-Digest")
-            or "sha256:" + hashlib.sha256(body).hexdigest()
-        )
+        return resp.headers.get("Docker-Content-Digest") or sha256_digest(body)
 
     # -- blobs --------------------------------------------------------------
     def head_blob(self, repo: str, digest: str) -> bool:
@@ -303,10 +300,8 @@ class RegistryClient:
             what=f"reading blob {digest[:19]} of {repo}",
             ok=(200,),
         )
-        if "sha256:" + hashlib.sha256(resp.content).hexdigest() != digest:
-            raise RegistryError(
-                f"registry {self.host} sent blob content that does not match {digest}"
-            )
+        if sha256_digest(resp.content) != digest:
+            raise RegistryError(f"registry {self.host} sent a blob not matching {digest}")
         return resp.content
 
     def stream_blob(self, repo: str, digest: str, chunk: int) -> Iterator[bytes]:
@@ -392,6 +387,12 @@ class RegistryClient:
 
     def close(self) -> None:
         self._session.close()
+
+
+def _tls_only(resp: requests.Response) -> bool:
+    """A TLS server's answer to plain HTTP (Go: "Client sent an HTTP request to an
+    HTTPS server"; nginx: "The plain HTTP request was sent to HTTPS port")."""
+    return "https" in resp.text[:300].lower()
 
 
 def _with_digest(url: str, digest: str) -> str:

@@ -302,8 +302,13 @@ def conveniences(strategy: str, env: dict[str, str], source: str) -> dict[str, A
         names = setup_torch(env, source)
     elif kind == "mpi":
         names = setup_mpi(env)
-    else:
-        names = {"rank": 0, "world_size": 1, "local_rank": 0}
+    else:  # no strategy named, no cluster env: one process; `strategy` if it is touched
+        names = {
+            "rank": 0,
+            "world_size": 1,
+            "local_rank": 0,
+            "strategy": LazyStrategy(_tf_factory("")),
+        }
     return {**names, "report": report}
 
 
@@ -324,8 +329,10 @@ def main(cell_path: str, namespace: dict[str, Any]) -> None:
             print(e.code, file=sys.stderr)
     except KeyboardInterrupt:
         code = 130
-    except BaseException:  # noqa: BLE001 - the user's failure: log it, exit non-zero
-        traceback.print_exc()
+    except BaseException as e:  # noqa: BLE001 - the user's failure: log it, exit non-zero
+        tb = e.__traceback__
+        # start the traceback at the cell (or the shim's setup), not at this exec line
+        traceback.print_exception(type(e), e, (tb.tb_next if tb else None) or tb)
         code = 1
     teardown(code == 0)
     _flush()

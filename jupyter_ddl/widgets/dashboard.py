@@ -65,7 +65,10 @@ class Dashboard:
         self._prefill()
         if self.widgets:
             self.view = WidgetView(
-                self.state, on_cancel=self._cancel_async, on_detach=self.detach, display=self.display
+                self.state,
+                on_cancel=self._cancel_async,
+                on_detach=self.detach,
+                display=self.display,
             )
         else:
             self.view = TextView(self.state, display=self.display)

@@ -4,9 +4,10 @@ Two daemon threads per followed job, none on the kernel's main thread:
 
 * the *watch* thread consumes ``manager.watch(...)`` and folds each event into the
   DashboardState under a lock (cheap: deque appends);
-* the *render* thread wakes at most ``refresh_hz`` (≤ 10) times per second and, only if
-  the state's version changed, takes a snapshot under the lock and pushes it to the
-  view outside the lock. However many lines arrive, the notebook sees ≤ 10 updates/s.
+* the *render* thread wakes at most ``refresh_hz`` (≤ 10) times per second and, when
+  the state's version changed (or a second passed, so the elapsed time ticks), takes a
+  snapshot under the lock and pushes it to the view outside the lock. However many
+  lines arrive, the notebook sees ≤ 10 updates/s.
 
 When the stream ends (job finished, detach, or the watch failed) the render thread
 pushes one final snapshot and stops; ``join`` waits for that.
@@ -120,10 +121,12 @@ class Follower:
             self.done.set()
 
     def _render_loop(self) -> None:
-        seen = -1
+        seen, last = -1, 0.0
         while not self.done.wait(self.period):
-            if self.state.version != seen:
-                seen = self.state.version
+            now = time.monotonic()
+            # Re-render on change, and once a second anyway so "elapsed" keeps ticking.
+            if self.state.version != seen or now - last >= 1.0:
+                seen, last = self.state.version, now
                 self._render(final=False)
         self._render(final=True)
 

@@ -77,7 +77,10 @@ class DistributeForm:
             options=[(_FRAMEWORK_TITLES[f], f) for f in FRAMEWORKS], value=framework
         )
         self.strategy = w.Dropdown(
-            description="Strategy", options=self._options(framework), value=strategy
+            description="Strategy",
+            options=self._options(framework),
+            value=strategy,
+            layout=w.Layout(width="32em"),
         )
         self.explanation = w.HTML()
         self.roles_box = w.VBox()

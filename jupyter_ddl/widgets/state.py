@@ -33,7 +33,7 @@ class ReplicaView:
     exit_code: int | None = None
     message: str | None = None
     lines: deque[str] = field(default_factory=deque)
-    line_count: int = 0  # every line received, kept or not
+    line_count: int = 0  # every line received (report() lines aside), kept or not
     metrics: dict[str, Series] = field(default_factory=dict)
     latest: dict[str, float] = field(default_factory=dict)
     resources: dict[str, float] = field(default_factory=dict)
@@ -105,9 +105,9 @@ class DashboardState:
         if line is None:
             return
         view = self.replica(line.replica)
-        view.line_count += 1
         if METRIC_MARKER in line.text:
             return  # report() lines arrive as METRIC events too; raw JSON is noise here
+        view.line_count += 1
         view.lines.append(line.text)
         self.merged.append((line.replica, line.text))
 
@@ -176,6 +176,17 @@ def format_elapsed(seconds: float) -> str:
     return (
         f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
     )
+
+
+def resource_label(key: str) -> str:
+    """``cpu_percent`` → ``CPU``, ``memory_mb`` → ``memory``, ``gpu0_util`` → ``gpu0 util``."""
+    low = key.lower()
+    if low.startswith("cpu"):
+        return "CPU"
+    for suffix in ("_percent", "_pct", "_bytes", "_kb", "_mb", "_gb"):
+        if low.endswith(suffix):
+            low = low[: -len(suffix)]
+    return low.replace("_", " ")
 
 
 def format_resource(key: str, value: float) -> str:

@@ -10,7 +10,7 @@ from html import escape
 from typing import Any
 
 from .chart import svg_chart
-from .state import DashboardState, format_elapsed, format_resource
+from .state import DashboardState, format_elapsed, format_resource, resource_label
 
 _STATE_COLORS = {
     "Succeeded": "#2ca02c",
@@ -103,10 +103,10 @@ def log_html(lines: list[tuple[str, str]], colors: dict[str, str], prefix: bool 
             else ""
         )
         out.append(tag + escape(text))
+    # column-reverse keeps the box scrolled to the newest line as lines arrive
     return (
-        "<pre style='max-height:24em;overflow:auto;font-size:12px;margin:0'>"
-        + "\n".join(out)
-        + "</pre>"
+        "<div style='max-height:24em;overflow:auto;display:flex;flex-direction:column-reverse'>"
+        "<pre style='font-size:12px;margin:0'>" + "\n".join(out) + "</pre></div>"
     )
 
 
@@ -114,7 +114,10 @@ def resources_html(st: DashboardState) -> str:
     cells = []
     for rid, v in st.replicas.items():
         if v.resources:
-            figs = ", ".join(f"{k} {format_resource(k, x)}" for k, x in sorted(v.resources.items()))
+            figs = ", ".join(
+                f"{resource_label(k)} {format_resource(k, x)}"
+                for k, x in sorted(v.resources.items())
+            )
             cells.append(f"<b>{escape(rid)}</b>: {escape(figs)}")
     return "<br>".join(cells)
 

@@ -96,23 +96,29 @@ def schedule(jobs, free_gpus, gang):
     return placed
 
 
-jobs = [("job-a", 4), ("job-b", 4)]
+arriving = [("job-a", 4), ("job-b", 4)]
+startable = {}
 for gang in (False, True):
-    placed = schedule(jobs, free_gpus=4, gang=gang)
-    running = [name for name, pods in jobs if placed[name] == pods]
-    print(f"gang={gang}: pods placed {placed}; jobs that can start: {running or 'none (deadlock)'}")
-deadlock_without_gang = not [n for n, p in jobs if schedule(jobs, 4, False)[n] == p]
-deadlock_with_gang = not [n for n, p in jobs if schedule(jobs, 4, True)[n] == p]
+    placed = schedule(arriving, free_gpus=4, gang=gang)
+    startable[gang] = [name for name, pods in arriving if placed[name] == pods]
+    print(f"gang={gang}: pods placed {placed}; jobs that can start: {startable[gang] or 'none (deadlock)'}")
+deadlock_without_gang = not startable[False]
+deadlock_with_gang = not startable[True]
 
 # %% [markdown]
-# Gang (or co-) scheduling fixes this: the scheduler treats a **PodGroup** as one unit
+# Without gang scheduling, each job holds two GPUs and waits forever for two more.
+# With it, `job-b` places nothing and waits in the queue; when `job-a` ends and frees
+# its GPUs, `job-b` starts. Both finish.
+#
+# Gang (or co-) scheduling works like that: the scheduler treats a **PodGroup** as one unit
 # and binds its pods only when `minMember` of them fit at once. The idea came from
 # kube-batch, which grew into **Volcano**; the scheduler-plugins project offers the
 # same as a plugin of the default scheduler. Volcano adds **queues** (a share of the
 # cluster per team) and respects **priority classes**.
 #
 # `--gang` turns it on. Look for `runPolicy.schedulingPolicy` (queue, priority,
-# `minAvailable`) and `schedulerName: volcano` in the pod templates:
+# `minAvailable`), `schedulerName: volcano` in the pod templates, and a `PodGroup`
+# after the job:
 
 # %%
 %%distribute --strategy torch-ddp --replicas 4 --gpus 1 --gang --queue research --priority high --dry-run
@@ -147,6 +153,22 @@ with tarfile.open(fileobj=io.BytesIO(layer.data)) as tar:
 print("layer digest:", layer.digest, f"({layer.size} bytes compressed)")
 same_digest_twice = build_layer(build_bundle("print('hello from', rank)\n")).digest == layer.digest
 print("same code, same digest:", same_digest_twice)
+
+# %% [markdown]
+# Besides the layer, only the image's configuration changes: the command runs the
+# entry point, the working directory is the code folder, and a few labels record the
+# code digest and the base image. None of the notebook's environment variables go
+# in; values a job needs at run time (tokens, passwords) travel as Kubernetes Secrets
+# (`--secret-env NAME`), never in the image.
+
+# %%
+from jupyter_ddl.image.append import code_changes
+
+changes = code_changes(bundle, base="docker.io/pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime")
+print("command:    ", changes.cmd)
+print("working dir:", changes.working_dir)
+print("env added:  ", changes.env)
+print("labels:     ", changes.labels)
 
 # %% [markdown]
 # Without a registry, the bundle goes into a **ConfigMap** mounted into every pod of

@@ -25,27 +25,8 @@
 %load_ext jupyter_ddl
 
 # %% [markdown]
-# ## 1. Hello, ranks
-#
-# `--strategy horovod --workers 2`: two ranks. Each one learns its rank and the world
-# size from MPI and joins an all-reduce: rank 0 contributes 1, rank 1 contributes 2,
-# both receive the sum, 3.
-
-# %%
-%%distribute --strategy horovod --workers 2 --wait
-import os
-import socket
-
-from mpi4py import MPI
-
-comm = MPI.COMM_WORLD
-total = comm.allreduce(comm.Get_rank() + 1, op=MPI.SUM)
-print(f"rank {comm.Get_rank()} of {comm.Get_size()} on {socket.gethostname()}: sum = {total}")
-hostfile = os.environ.get("OMPI_MCA_orte_default_hostfile")
-if comm.Get_rank() == 0 and hostfile and os.path.exists(hostfile):
-    print("hostfile used by mpirun:")
-    print(open(hostfile).read())
-report(mpi_rank=comm.Get_rank(), size=comm.Get_size(), allreduce=total)
+# A small helper for reading results back. Every rank prints its `report(...)` values
+# into its log; this collects them per replica.
 
 # %%
 from jupyter_ddl.manager import default_manager
@@ -65,6 +46,31 @@ def results():
             reports.append({"replica": line.replica, **values})
             per_replica.setdefault(line.replica, {}).update(values)
     return {"job": job.name, "state": job.state.value, "replicas": per_replica, "reports": reports}
+
+# %% [markdown]
+# ## 1. Hello, ranks
+#
+# `--strategy horovod --workers 2`: two ranks. Each one learns its rank and the world
+# size from MPI and joins an all-reduce: rank 0 contributes 1, rank 1 contributes 2,
+# both receive the sum, 3.
+
+# %%
+%%distribute --strategy horovod --workers 2 --wait
+import os
+import socket
+
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+total = comm.allreduce(comm.Get_rank() + 1, op=MPI.SUM)
+print(f"rank {comm.Get_rank()} of {comm.Get_size()} on {socket.gethostname()}: sum = {total}")
+# The launcher's hostfile. Locally every rank runs on the launcher's machine and can
+# read it; on a cluster only the launcher pod has it, and this prints nothing.
+hostfile = os.environ.get("OMPI_MCA_orte_default_hostfile")
+if comm.Get_rank() == 0 and hostfile and os.path.exists(hostfile):
+    print("hostfile used by mpirun:")
+    print(open(hostfile).read())
+report(mpi_rank=comm.Get_rank(), size=comm.Get_size(), allreduce=total)
 
 # %%
 hello = results()

@@ -55,6 +55,10 @@ def checksum(model):
     """One number that changes if any weight differs."""
     return sum(p.detach().double().sum().item() for p in model.parameters())
 
+# %% [markdown]
+# A small helper for reading results back. Every replica prints its `report(...)`
+# values into its log; this collects them per replica.
+
 # %%
 from jupyter_ddl.manager import default_manager
 from jupyter_ddl.metrics import METRIC_MARKER, parse_metric_line
@@ -106,7 +110,9 @@ dp
 # 2. `DistributedSampler`, which hands each rank a different half of the data;
 # 3. `DistributedDataParallel`, which averages gradients during `backward()`.
 #
-# Each replica now takes half as many steps per epoch as the DataParallel run.
+# Each rank takes batches of 32 from its half, so together the two ranks process the
+# same global batch of 64, in the same number of steps, as the DataParallel run: the
+# work of each step is split in two.
 
 # %%
 %%distribute --strategy torch-ddp --replicas 2 --wait
@@ -179,7 +185,8 @@ torchrun
 #
 # `ignite.distributed` (`idist`) wraps the same machinery in a few helpers:
 # `idist.Parallel` sets up the process group from the environment, `auto_model` wraps
-# the model in DDP, `auto_dataloader` adds the `DistributedSampler`, and Ignite's
+# the model in DDP, `auto_dataloader` adds the `DistributedSampler` (and divides the
+# batch size between the ranks), and Ignite's
 # `Engine` runs the loop. The same code runs on one CPU, on several GPUs or on several
 # machines.
 #

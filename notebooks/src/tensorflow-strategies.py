@@ -52,7 +52,7 @@ def train(strategy, epochs=4, steps=25):
 
 # %% [markdown]
 # A small helper for reading results back. Every replica prints its `report(...)`
-# values into its log; this collects the last ones per replica.
+# values into its log; this collects them per replica.
 
 # %%
 from jupyter_ddl.manager import default_manager
@@ -110,8 +110,8 @@ multi_worker = results()
 multi_worker
 
 # %% [markdown]
-# Both workers report the same loss: they evaluated the same weights on the
-# same (global) batches.
+# Both workers report the same loss: Keras averages it over the global batch (both
+# workers' shares), and their weights are identical after every step.
 #
 # ## 3. ParameterServerStrategy: chief, workers and parameter servers
 #
@@ -129,7 +129,7 @@ multi_worker
 # %%
 %%distribute --strategy tf-parameter-server --chief 1 --workers 1 --ps 1 --wait
 loss = train(strategy)
-report(loss=loss)
+report(loss=loss, replicas=strategy.num_replicas_in_sync)
 
 # %%
 parameter_server = results()
@@ -152,10 +152,11 @@ ps_job = parameter_server["job"]
 # role and its addresses) and this replica's `task` (its role and index). The local
 # backend sets exactly the same variable with `127.0.0.1` addresses.
 #
-# This job does no training: each replica prints what it was given. There is a chief,
-# two workers and an **evaluator**, a replica that usually reads checkpoints and
-# computes validation metrics on the side. Note that the evaluator appears in the
-# `cluster` map too.
+# This job does no training: each replica prints what it was given. There is a
+# **chief** (under MultiWorkerMirrored it trains like a worker and also does the
+# bookkeeping: checkpoints, summaries), two **workers**, and an **evaluator**, a
+# replica that usually reads the checkpoints and computes validation metrics on the
+# side. Note that the evaluator appears in the `cluster` map too.
 
 # %%
 %%distribute --strategy tf-multi-worker-mirrored --chief 1 --workers 2 --evaluator 1 --wait

@@ -220,10 +220,11 @@ def test_formatting():
     assert fmt_number(1.534) == "1.53" and fmt_number(123.6) == "124"
     assert fmt_figure(2.0, (1.5, 2.5), "s") == "2 s (1.5–2.5)"
     assert fmt_figure(2.0, (2.0, 2.0), "") == "2"
+    assert fmt_figure(0.62, (0.6201, 0.6203), "s") == "0.62 s"  # a range that reads the same
     assert fmt_figure(62_900_000, (968, 62_900_000), "B") == "62.9 MB (968 B–62.9 MB)"
     row = Row("a|b", "m", 1.0, 2.0, "base", "≥ 0.95×", False, "s", (1.0, 1.0), (2.0, 3.0))
     md = render_markdown([row])
-    assert "a\\|b" in md and "0.50×" in md and "base: 2 s (2–3)" in md
+    assert "a\\|b" in md and "0.5×" in md and "base: 2 s (2–3)" in md
     failed = runner.failed_row("image", "RegistryError: no registry")
     text = render_text([row, failed])
     assert text.splitlines()[-1] == "! image: RegistryError: no registry"

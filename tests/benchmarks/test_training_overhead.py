@@ -4,6 +4,7 @@ product's local backend. Few steps: this checks the measurement, not the figure.
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 from support import require
@@ -36,11 +37,20 @@ def test_by_hand_two_ranks_train_and_report(tmp_path):
 
 
 @pytest.mark.slow
-def test_by_hand_failure_names_the_rank_and_last_line(tmp_path):
+def test_by_hand_failure_names_the_rank_and_stops_its_peer(tmp_path):
     require.module("torch")
-    bad = "import torch.distributed as dist\ndist.init_process_group('gloo')\nraise SystemExit(4)\n"
-    with pytest.raises(RuntimeError, match=r"by-hand rank \d exited 4"):
+    # Rank 1 dies after the rendezvous; rank 0 would wait in the barrier for minutes.
+    bad = (
+        "import os, sys, torch.distributed as dist\n"
+        "dist.init_process_group('gloo')\n"
+        "if dist.get_rank() == 1:\n"
+        "    print('rank 1 gives up', flush=True); sys.exit(4)\n"
+        "dist.barrier()\n"
+    )
+    t = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"by-hand rank 1 exited 4: rank 1 gives up"):
         to.run_by_hand(tmp_path, bad, timeout=90)
+    assert time.monotonic() - t < 60
 
 
 @pytest.mark.slow

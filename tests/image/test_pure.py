@@ -220,6 +220,7 @@ def test_docker_config_auths_store_and_k8s_secret(tmp_path, monkeypatch):
     (tmp_path / "config.json").write_text(json.dumps(doc))
     store = CredentialStore.from_docker_config(tmp_path / "config.json")
     assert store.get("docker.io") == Credential("alice", "pw1")
+    assert store.get("registry-1.docker.io") == Credential("alice", "pw1")  # Hub's API host
     assert store.get("r.io:5000") == Credential("bob", "pw2")
     assert store.get("other.io") is None
     assert "pw1" not in repr(store.get("docker.io"))
@@ -273,3 +274,28 @@ def test_text_progress_bar():
     bar(0, 2_000_000)
     bar(2_000_000, 2_000_000)
     assert out.getvalue().endswith("[" + "#" * 30 + "] 100% 2.0/2.0 MB\n")
+
+
+def test_registry_failures_are_one_line_with_a_next_step():
+    from jupyter_ddl.image.failures import (
+        TransientRegistryError,
+        error_code,
+        http_failure,
+        retry_after,
+    )
+
+    cases = {
+        (401, False): "needs a login",
+        (401, True): "refused the credentials",
+        (403, True): "denied access",
+        (404, True): "not found",
+        (429, True): "rate limiting",
+        (503, True): "answered HTTP 503",
+    }
+    for (status, logged_in), words in cases.items():
+        err = http_failure("r.io", status, "reading r.io/a:1", logged_in=logged_in)
+        text = str(err)
+        assert words in text and "r.io" in text and "\n" not in text and err.hint, text
+        assert isinstance(err, TransientRegistryError) == (status >= 500)
+    assert error_code(b'{"errors":[{"code":"MANIFEST_UNKNOWN"}]}') == "MANIFEST_UNKNOWN"
+    assert error_code(b"<html>") == "" and retry_after("3") == 3.0 and retry_after("soon") is None

@@ -34,7 +34,9 @@ def make_backend(kubeconfig, tmp_path):
 
     def make(**config) -> KubernetesBackend:
         cfg = Config(backend="kubernetes", **config)
-        b = KubernetesBackend(cfg, kubeconfig=str(kubeconfig), sa_dir=tmp_path / "no-sa", usage_every=0.5)
+        b = KubernetesBackend(
+            cfg, kubeconfig=str(kubeconfig), sa_dir=tmp_path / "no-sa", usage_every=0.5
+        )
         made.append(b)
         return b
 

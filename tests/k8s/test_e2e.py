@@ -67,7 +67,9 @@ def test_logs_from_every_pod_with_a_restart_and_a_late_pod(backend, double, tmp_
 
     assert events[-1].kind == EventKind.STATUS and events[-1].status.state == JobState.SUCCEEDED
     logs = [e.log for e in events if e.kind == EventKind.LOG]
-    by_replica = {r: [ln.text for ln in logs if ln.replica == r] for r in ("master-0", "worker-0", "worker-1")}
+    by_replica = {
+        r: [ln.text for ln in logs if ln.replica == r] for r in ("master-0", "worker-0", "worker-1")
+    }
     assert all(any("step=2" in t for t in texts) for texts in by_replica.values()), by_replica
     assert by_replica["master-0"][0] == "rank 0 of 3 master 127.0.0.1"
     # worker-0 is rank 1: its first container crashed, the second one ran to the end
@@ -75,13 +77,22 @@ def test_logs_from_every_pod_with_a_restart_and_a_late_pod(backend, double, tmp_
     assert w0.index("rank 1 crashing on purpose") < w0.index("step=0 loss=1.000 rank=1")
     offsets = [ln.offset for ln in logs if ln.replica == "worker-0"]
     assert offsets == list(range(len(offsets)))  # one numbering across both containers
-    restarted = [e.replica_status for e in events if e.kind == EventKind.REPLICA and e.replica == "worker-0" and e.replica_status.restarts]
+    restarted = [
+        e.replica_status
+        for e in events
+        if e.kind == EventKind.REPLICA and e.replica == "worker-0" and e.replica_status.restarts
+    ]
     assert restarted and "rank 1 crashing on purpose" in restarted[0].last_lines
     # the late pod's first line comes after the others' first lines
-    first = {r: next(i for i, e in enumerate(events) if e.kind == EventKind.LOG and e.replica == r) for r in by_replica}
+    first = {
+        r: next(i for i, e in enumerate(events) if e.kind == EventKind.LOG and e.replica == r)
+        for r in by_replica
+    }
     assert first["worker-1"] > first["master-0"] and first["worker-1"] > first["worker-0"]
     metrics = [e for e in events if e.kind == EventKind.METRIC and e.replica == "master-0"]
-    assert [m.step for m in metrics] == [0, 1, 2] and metrics[-1].metrics == {"loss": pytest.approx(1 / 3, abs=1e-3)}
+    assert [m.step for m in metrics] == [0, 1, 2] and metrics[-1].metrics == {
+        "loss": pytest.approx(1 / 3, abs=1e-3)
+    }
     # offsets and text survive a later non-following read (previous + current container)
     again = [ln.text for ln in backend.logs(spec.name, replica="worker-0")]
     assert again == w0
@@ -101,12 +112,22 @@ def test_failing_pod_names_replica_exit_code_and_last_lines(backend, tmp_path):
     final = events[-1].status
     assert final.state == JobState.FAILED
     assert "worker-1 failed with exit code 3" in final.message
-    failed = [e.replica_status for e in events if e.kind == EventKind.REPLICA and e.replica_status.state == ReplicaState.FAILED]
-    assert failed[0].id == "worker-1" and failed[0].exit_code == 3 and failed[0].last_lines[-1] == "giving up"
+    failed = [
+        e.replica_status
+        for e in events
+        if e.kind == EventKind.REPLICA and e.replica_status.state == ReplicaState.FAILED
+    ]
+    assert (
+        failed[0].id == "worker-1"
+        and failed[0].exit_code == 3
+        and failed[0].last_lines[-1] == "giving up"
+    )
 
 
 def test_waiting_reasons_for_unschedulable_and_image_pull(backend, double, tmp_path):
-    double.scenario.unschedulable["worker-1"] = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+    double.scenario.unschedulable["worker-1"] = (
+        "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+    )
     double.scenario.image_pull.add("master-0")
     spec = JobSpec(name=name("wait"), strategy="torch-ddp", replicas={"Master": 1, "Worker": 2},
                    command=["python", "-c", "import time; time.sleep(60)"])  # fmt: skip
@@ -116,7 +137,9 @@ def test_waiting_reasons_for_unschedulable_and_image_pull(backend, double, tmp_p
     for ev in backend.watch(spec.name, stop=stop):
         if ev.kind == EventKind.WAITING:
             seen.append(f"{ev.replica}: {ev.message}")
-        if any("Insufficient nvidia.com/gpu" in s for s in seen) and any("ImagePullBackOff" in s for s in seen):
+        if any("Insufficient nvidia.com/gpu" in s for s in seen) and any(
+            "ImagePullBackOff" in s for s in seen
+        ):
             stop.set()
     text = "\n".join(seen)
     assert "worker-1: FailedScheduling" in text and "not enough free GPUs" in text
@@ -127,8 +150,12 @@ def test_waiting_reasons_for_unschedulable_and_image_pull(backend, double, tmp_p
 
 
 def test_watch_relists_after_410_gone(backend, double, tmp_path):
-    cell = "import time\nfor i in range(12):\n    print('tick', i, flush=True)\n    time.sleep(0.2)\n"
-    spec = JobSpec(name=name("gone"), strategy="tf-mirrored", replicas={"Worker": 1}, command=RUN_CELL)
+    cell = (
+        "import time\nfor i in range(12):\n    print('tick', i, flush=True)\n    time.sleep(0.2)\n"
+    )
+    spec = JobSpec(
+        name=name("gone"), strategy="tf-mirrored", replicas={"Worker": 1}, command=RUN_CELL
+    )
     backend.submit(spec, build_bundle(cell))
     events = []
     for ev in backend.watch(spec.name):
@@ -138,13 +165,20 @@ def test_watch_relists_after_410_gone(backend, double, tmp_path):
     ticks = [e.log.text for e in events if e.kind == EventKind.LOG]
     assert ticks == [f"tick {i}" for i in range(12)]
     assert events[-1].status.state == JobState.SUCCEEDED
-    pod_lists = [p for _, p in double.requests("GET", "/api/v1/namespaces/team-a/pods?") if "watch=" not in p]
+    pod_lists = [
+        p for _, p in double.requests("GET", "/api/v1/namespaces/team-a/pods?") if "watch=" not in p
+    ]
     assert len(pod_lists) >= 2  # listed again after the 410
 
 
 def test_cancel_suspends_and_reattach_by_name(backend, make_backend, double):
     cell = "import time\nprint('working', flush=True)\ntime.sleep(60)\n"
-    spec = JobSpec(name=name("susp"), strategy="torch-ddp", replicas={"Master": 1, "Worker": 1}, command=RUN_CELL)
+    spec = JobSpec(
+        name=name("susp"),
+        strategy="torch-ddp",
+        replicas={"Master": 1, "Worker": 1},
+        command=RUN_CELL,
+    )
     backend.submit(spec, build_bundle(cell))
     other = make_backend()  # a fresh kernel: finds the job by name, no local state
     for ev in other.watch(spec.name, from_start=True):
@@ -156,8 +190,78 @@ def test_cancel_suspends_and_reattach_by_name(backend, make_backend, double):
     job = double.store.get("kubeflow.org/v1/pytorchjobs", "team-a", spec.name)
     assert job["spec"]["runPolicy"]["suspend"] is True  # suspended, not deleted
     deadline = time.monotonic() + 10
-    while double.store.list("core/v1/pods", "team-a", f"training.kubeflow.org/job-name={spec.name}")[0]:
+    while double.store.list(
+        "core/v1/pods", "team-a", f"training.kubeflow.org/job-name={spec.name}"
+    )[0]:
         assert time.monotonic() < deadline, "the operator never removed the suspended job's pods"
         time.sleep(0.1)
     assert all(r.state == ReplicaState.TERMINATED for r in other.get(spec.name).replicas)
     assert [j.name for j in other.list()] == [spec.name]
+
+
+def test_trainjob_pods_found_by_jobset_labels_and_run_under_torchrun(backend, double):
+    cell = "import os\nprint('node', os.environ['PET_NODE_RANK'], 'rank', os.environ['RANK'], 'of', os.environ['WORLD_SIZE'], flush=True)\n"
+    spec = JobSpec(
+        name=name("tj"),
+        strategy="torch-ddp",
+        target="TrainJob",
+        replicas={"Node": 2},
+        command=RUN_CELL,
+    )
+    backend.submit(spec, build_bundle(cell))
+    stored = double.store.get("trainer.kubeflow.org/v1alpha1/trainjobs", "team-a", spec.name)
+    assert stored["spec"]["trainer"]["command"][0] == "torchrun"
+    events = collect(backend, spec.name, timeout=90)
+    texts = sorted(
+        e.log.text for e in events if e.kind == EventKind.LOG and e.log.text.startswith("node")
+    )
+    assert texts == ["node 0 rank 0 of 2", "node 1 rank 1 of 2"]
+    assert events[-1].status.state == JobState.SUCCEEDED
+    assert [r.id for r in events[-1].status.replicas] == ["node-0", "node-1"]
+
+
+def test_mpijob_launcher_runs_mpirun_over_the_hostfile(backend, double):
+    cell = "import os\nprint('mpi rank', os.environ.get('OMPI_COMM_WORLD_RANK'), 'of', os.environ.get('OMPI_COMM_WORLD_SIZE'), flush=True)\n"
+    spec = JobSpec(
+        name=name("mpi"),
+        strategy="horovod",
+        replicas={"Launcher": 1, "Worker": 2},
+        command=RUN_CELL,
+    )
+    backend.submit(spec, build_bundle(cell))
+    events = collect(backend, spec.name, timeout=60)
+    texts = sorted(
+        e.log.text for e in events if e.kind == EventKind.LOG and e.replica == "launcher-0"
+    )
+    assert [t for t in texts if t.startswith("mpi rank")] == [
+        "mpi rank 0 of 2",
+        "mpi rank 1 of 2",
+    ], texts
+    assert events[-1].status.state == JobState.SUCCEEDED
+    assert sorted(r.id for r in events[-1].status.replicas) == [
+        "launcher-0",
+        "worker-0",
+        "worker-1",
+    ]
+
+
+def test_reconnects_after_streams_are_cut_without_repeating_lines(backend, double):
+    cell = (
+        "import time\nfor i in range(12):\n    print('tick', i, flush=True)\n    time.sleep(0.2)\n"
+    )
+    spec = JobSpec(
+        name=name("cut"), strategy="tf-mirrored", replicas={"Worker": 1}, command=RUN_CELL
+    )
+    backend.submit(spec, build_bundle(cell))
+    events, cut = [], 0
+    for ev in backend.watch(spec.name):
+        events.append(ev)
+        if ev.kind == EventKind.LOG and ev.log.text == "tick 3":
+            cut = double.state.drop_streams()
+    assert cut >= 2  # at least the pod log and a watch were cut
+    logs = [e.log for e in events if e.kind == EventKind.LOG]
+    assert [ln.text for ln in logs] == [f"tick {i}" for i in range(12)]
+    assert [ln.offset for ln in logs] == list(range(12))
+    assert events[-1].status.state == JobState.SUCCEEDED
+    follows = [p for _, p in double.requests("GET", "/log?") if "follow=true" in p]
+    assert len(follows) >= 2  # the log stream was opened again

@@ -69,7 +69,9 @@ def test_mpijob_v1_installed_instead_of_v2beta1(make_backend, double):
     with pytest.raises(BackendUnavailable) as e:
         make_backend().submit(spec("horovod"), build_bundle("pass\n"))
     msg = str(e.value)
-    assert "serves MPIJob kubeflow.org/v1, not kubeflow.org/v2beta1" in msg and "mpi-operator" in msg
+    assert (
+        "serves MPIJob kubeflow.org/v1, not kubeflow.org/v2beta1" in msg and "mpi-operator" in msg
+    )
 
 
 def test_409_name_taken_by_a_job_created_elsewhere(backend, double):
@@ -83,7 +85,9 @@ def test_409_name_taken_by_a_job_created_elsewhere(backend, double):
 
 
 def test_422_shows_the_field_causes_and_removes_the_configmap(backend, double):
-    bad = spec(default_resources=Resources(cpu="lots"))  # not a quantity: the CRD pattern refuses it
+    bad = spec(
+        default_resources=Resources(cpu="lots")
+    )  # not a quantity: the CRD pattern refuses it
     with pytest.raises(ValidationError) as e:
         backend.submit(bad, build_bundle("pass\n"))
     msg = str(e.value)

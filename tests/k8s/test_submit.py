@@ -22,7 +22,12 @@ PYTORCHJOBS = "kubeflow.org/v1/pytorchjobs"
 
 
 def job(**fields) -> JobSpec:
-    base = {"name": f"s-{uuid.uuid4().hex[:6]}", "strategy": "torch-ddp", "replicas": {"Master": 1, "Worker": 1}, "command": RUN_CELL}
+    base = {
+        "name": f"s-{uuid.uuid4().hex[:6]}",
+        "strategy": "torch-ddp",
+        "replicas": {"Master": 1, "Worker": 1},
+        "command": RUN_CELL,
+    }
     return JobSpec(**{**base, **fields})
 
 
@@ -40,10 +45,15 @@ def test_connection_context_and_namespace_precedence(double, tmp_path, monkeypat
     kc = double.kubeconfig(tmp_path / "kc", contexts={"other": "team-b"})
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     assert connect(Config(), kubeconfig=str(kc), sa_dir=tmp_path).namespace == "team-a"
-    assert connect(Config(kube_context="other"), kubeconfig=str(kc), sa_dir=tmp_path).namespace == "team-b"
+    assert (
+        connect(Config(kube_context="other"), kubeconfig=str(kc), sa_dir=tmp_path).namespace
+        == "team-b"
+    )
     (tmp_path / "namespace").write_text("kubeflow-user\n")  # a Kubeflow profile's pod
     assert connect(Config(), kubeconfig=str(kc), sa_dir=tmp_path).namespace == "kubeflow-user"
-    assert connect(Config(namespace="mine"), kubeconfig=str(kc), sa_dir=tmp_path).namespace == "mine"
+    assert (
+        connect(Config(namespace="mine"), kubeconfig=str(kc), sa_dir=tmp_path).namespace == "mine"
+    )
     with pytest.raises(BackendUnavailable) as e:
         connect(Config(kube_context="nope"), kubeconfig=str(kc), sa_dir=tmp_path)
     assert "double, other" in str(e.value)
@@ -59,8 +69,13 @@ def test_secret_env_reaches_pods_by_reference_and_objects_go_with_the_job(make_b
     b.submit(spec, build_bundle(cell))
     stored = double.store.get(PYTORCHJOBS, "team-a", spec.name)
     assert "s3cr3t-value" not in json.dumps(stored)
-    env = stored["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["env"]
-    assert {"name": "WANDB_API_KEY", "valueFrom": {"secretKeyRef": {"name": f"{spec.name}-secrets", "key": "WANDB_API_KEY"}}} in env
+    env = stored["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0][
+        "env"
+    ]
+    assert {
+        "name": "WANDB_API_KEY",
+        "valueFrom": {"secretKeyRef": {"name": f"{spec.name}-secrets", "key": "WANDB_API_KEY"}},
+    } in env
     events = watch_all(b, spec.name)
     import hashlib
 
@@ -68,7 +83,9 @@ def test_secret_env_reaches_pods_by_reference_and_objects_go_with_the_job(make_b
     assert f"key sha {want}" in [e.log.text for e in events if e.kind == EventKind.LOG]
     uid = stored["metadata"]["uid"]
     for rid in ("core/v1/configmaps", "core/v1/secrets"):
-        obj = double.store.get(rid, "team-a", f"{spec.name}-code" if "config" in rid else f"{spec.name}-secrets")
+        obj = double.store.get(
+            rid, "team-a", f"{spec.name}-code" if "config" in rid else f"{spec.name}-secrets"
+        )
         assert obj["metadata"]["ownerReferences"][0]["uid"] == uid
     cm = double.store.get("core/v1/configmaps", "team-a", f"{spec.name}-code")
     assert "cell.py" in cm["data"] and "s3cr3t" not in json.dumps(cm)
@@ -99,7 +116,9 @@ def test_kubeflow_notebook_poddefault_labels_and_pvc_by_name(make_backend, doubl
     assert "notebook-name" not in tmpl["metadata"]["labels"]  # only what a PodDefault selects on
     mounts = tmpl["spec"]["containers"][0]["volumeMounts"]
     assert {"name": "data-0", "mountPath": "/home/jovyan"} in mounts
-    assert {"name": "data-0", "persistentVolumeClaim": {"claimName": "nb-workspace"}} in tmpl["spec"]["volumes"]
+    assert {"name": "data-0", "persistentVolumeClaim": {"claimName": "nb-workspace"}} in tmpl[
+        "spec"
+    ]["volumes"]
     b.cancel(spec.name)
 
 
@@ -109,12 +128,20 @@ def test_gpu_warning_gang_podgroup_and_its_waiting_reason(make_backend, double):
     b = make_backend()
     spec = job(default_resources=Resources(gpu=2), gang=GangScheduling(scheduler="volcano", queue="research"),
                command=["python", "-c", "import time; time.sleep(60)"])  # fmt: skip
-    double.scenario.unschedulable[spec.name] = "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+    double.scenario.unschedulable[spec.name] = (
+        "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+    )
     b.submit(spec, build_bundle("pass\n"))
     pg = double.store.get("scheduling.volcano.sh/v1beta1/podgroups", "team-a", spec.name)
-    assert pg["spec"]["queue"] == "research" and pg["metadata"]["ownerReferences"][0]["name"] == spec.name
+    assert (
+        pg["spec"]["queue"] == "research"
+        and pg["metadata"]["ownerReferences"][0]["name"] == spec.name
+    )
     stored = double.store.get(PYTORCHJOBS, "team-a", spec.name)
-    assert stored["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["schedulerName"] == "volcano"
+    assert (
+        stored["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["schedulerName"]
+        == "volcano"
+    )
     double.store.create("core/v1/events", {"apiVersion": "v1", "kind": "Event",
         "metadata": {"name": f"{spec.name}.pg", "namespace": "team-a"}, "type": "Warning", "reason": "Unschedulable",
         "involvedObject": {"kind": "PodGroup", "name": spec.name, "namespace": "team-a"},
@@ -124,7 +151,9 @@ def test_gpu_warning_gang_podgroup_and_its_waiting_reason(make_backend, double):
     for ev in b.watch(spec.name, stop=stop):
         if ev.kind == EventKind.WAITING:
             seen.append(ev.message)
-        if any("gang scheduling not satisfied" in m for m in seen) and any(m.startswith("warning:") for m in seen):
+        if any("gang scheduling not satisfied" in m for m in seen) and any(
+            m.startswith("warning:") for m in seen
+        ):
             stop.set()
     assert any("largest node has 1 allocatable" in m for m in seen)
     assert any("2/2 tasks in gang unschedulable" in m for m in seen)

@@ -48,7 +48,11 @@ def test_ddp_over_gloo_on_two_pods(backend):
     finally:
         timer.cancel()
     texts = [e.log.text for e in events if e.kind == EventKind.LOG]
-    results = sorted(m.groups() for t in texts if (m := re.search(r"RESULT rank=(\d) world=(\d) params=(\w+)", t)))
+    results = sorted(
+        m.groups()
+        for t in texts
+        if (m := re.search(r"RESULT rank=(\d) world=(\d) params=(\w+)", t))
+    )
     assert [r[:2] for r in results] == [("0", "2"), ("1", "2")], texts[-20:]
     assert results[0][2] == results[1][2]  # all-reduced gradients: identical weights
     steps = [e.step for e in events if e.kind == EventKind.METRIC and e.replica == "master-0"]

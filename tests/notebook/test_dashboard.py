@@ -161,3 +161,15 @@ def test_fake_backend_is_a_real_backend_subclass():
     from jupyter_ddl.backends.base import Backend
 
     assert issubclass(FakeBackend, Backend)
+
+
+def test_build_progress_widget_follows_the_callback():
+    pytest.importorskip("ipywidgets")
+    from jupyter_ddl.widgets.progress import BuildProgress
+
+    rec = Recorder()
+    p = BuildProgress(widgets=True, display=rec)
+    p(0, 200_000_000)
+    assert p.bar.value == 0.0 and len(rec.outputs) == 1
+    p(200_000_000, 200_000_000)  # the last call always draws
+    assert p.bar.value == 1.0 and p.bar.bar_style == "success" and "200.0/200.0 MB" in p.label.value

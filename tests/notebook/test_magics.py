@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from jupyter_ddl.errors import BackendUnavailable, CaptureError, ValidationError
+from jupyter_ddl.errors import CaptureError, ValidationError
 from jupyter_ddl.magics import JobFailed, ShownError
 from jupyter_ddl.models import JobState
 from tests.support import require
@@ -156,14 +156,44 @@ def test_without_wait_the_cell_returns_at_once_and_ddl_wait_sees_the_end(
     assert not magics.dashboards["nw"].running
 
 
-def test_build_only_without_an_image_builder_is_one_line(shell, magics, fake):
+def test_build_only_without_a_registry_is_one_line(shell, magics, fake):
     with pytest.raises(ShownError) as e:
         shell.run_cell_magic("distribute", "--strategy torch-ddp --build-only", "x = 1")
+    assert "\n" not in str(e.value)
     if hasattr(magics.manager, "build_image"):
-        assert not isinstance(e.value.error, BackendUnavailable) or "image" in str(e.value)
+        assert "registry" in str(e.value)  # the real builder: nothing configured
     else:
         assert "image building is not available" in str(e.value)
     assert fake.submitted == []
+
+
+def test_build_only_builds_through_the_job_api_with_progress(shell, fake, capsys):
+    from dataclasses import dataclass
+
+    from jupyter_ddl.config import Config
+    from jupyter_ddl.magics import load
+    from jupyter_ddl.manager import JobManager
+
+    @dataclass
+    class Built:
+        ref: str
+        pushed: bool = True
+
+    class BuildingManager(JobManager):  # a fake builder: no registry needed
+        built: list = []
+
+        def build_image(self, spec, bundle, progress=None):
+            self.built.append((spec.name, bundle.digest))
+            for done in (0, 5, 10):
+                progress(done, 10)
+            return Built(f"reg.example/ddl-nb:{bundle.short_digest}@sha256:abc")
+
+    m = BuildingManager(config=Config(), backends={"local": fake})
+    load(shell, manager=m)
+    shell.run_cell_magic("distribute", "--strategy torch-ddp --build-only --name img", "x = 1")
+    out = capsys.readouterr().out
+    assert m.built and m.built[0][0] == "img" and fake.submitted == []
+    assert "100%" in out and "image: reg.example/ddl-nb:" in out and "(pushed)" in out
 
 
 def test_dry_run_prints_script_and_yaml_and_starts_nothing(shell, magics, fake, capsys):

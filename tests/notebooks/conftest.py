@@ -52,16 +52,22 @@ def processes_using(data_dir: Path) -> list[psutil.Process]:
 
 
 @pytest.fixture
-def run_notebook(
-    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Callable[..., tuple[Any, dict[str, Any]]]]:
+def notebook_env(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The environment kernels inherit (isolated data dir, runtime files in tmp, quiet
+    TensorFlow); afterwards no job of the data dir may still run, no process may
+    still carry it."""
     module("nbclient")
     module("ipykernel")
-    runner = load_script("execute")
-    # The kernel inherits this environment: isolated data dir (set by data_dir),
-    # runtime files in tmp, quiet TensorFlow.
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+    yield data_dir
+    leftovers = _finish_jobs(data_dir)
+    assert not leftovers, f"jobs still running after the notebook: {leftovers}"
+
+
+@pytest.fixture
+def run_notebook(notebook_env: Path) -> Callable[..., tuple[Any, dict[str, Any]]]:
+    runner = load_script("execute")
 
     def run(name: str, timeout: int = 300) -> tuple[Any, dict[str, Any]]:
         nb, outcome, _ = runner.execute(
@@ -69,9 +75,7 @@ def run_notebook(
         )
         return nb, outcome
 
-    yield run
-    leftovers = _finish_jobs(data_dir)
-    assert not leftovers, f"jobs still running after the notebook: {leftovers}"
+    return run
 
 
 def _finish_jobs(data_dir: Path) -> list[str]:

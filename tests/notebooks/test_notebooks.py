@@ -3,7 +3,10 @@ headless in a real kernel on the local backend with its key outcome checked."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import time
 
 import nbformat
 import pytest
@@ -11,7 +14,7 @@ import pytest
 from jupyter_ddl.magic_args import parse_line, spec_from_args
 from jupyter_ddl.validation import validate
 
-from .conftest import NOTEBOOKS, code_outputs, load_script
+from .conftest import NOTEBOOKS, REPO, code_outputs, load_script, processes_using
 
 NAMES = ["quickstart", "tensorflow-strategies", "pytorch", "mpi-horovod", "laptop-to-cluster"]
 
@@ -87,15 +90,26 @@ def test_a_flag_the_product_does_not_know_is_caught():
 
 @pytest.mark.slow
 @pytest.mark.timeout(400)
-def test_quickstart(run_notebook):
-    nb, outcome = run_notebook("quickstart")
-    assert outcome["state"] == "Succeeded"
-    assert outcome["replicas"] == 2
+def test_quickstart_script(notebook_env):
+    """README's `scripts/quickstart` (setup skipped: the suite runs after it) runs the
+    quickstart headless, prints its outcome and leaves the stored notebook alone."""
+    stored = (NOTEBOOKS / "quickstart.ipynb").read_bytes()
+    proc = subprocess.run(
+        [str(REPO / "scripts" / "quickstart")],
+        env={**os.environ, "SKIP_SETUP": "1"},
+        capture_output=True,
+        text=True,
+        timeout=380,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for line in ("state: Succeeded", "replicas: 2", "replicas_agree: True", "ok: True"):
+        assert f"  {line}" in proc.stdout.splitlines(), proc.stdout
+    assert (NOTEBOOKS / "quickstart.ipynb").read_bytes() == stored
+    executed = nbformat.read(REPO / ".test-artifacts" / "quickstart.executed.ipynb", as_version=4)
+    outcome = load_script("execute").find_outcome(executed)
     assert outcome["final_loss"] < 0.05  # starts near 200: y = x.[1..8] + noise
-    assert outcome["replicas_agree"] is True
-    assert outcome["ok"] is True
-    # The saved notebook holds each replica's output.
-    shown = code_outputs(nb, "%%distribute")
+    # The saved copy holds each replica's output.
+    shown = code_outputs(executed, "%%distribute")
     assert "master-0" in shown and "worker-0" in shown
 
 
@@ -173,3 +187,60 @@ def test_laptop_to_cluster(run_notebook):
     for kind in ("TFJob", "PyTorchJob", "MPIJob", "TrainJob"):
         assert f"kind: {kind}" in code_outputs(nb, "%%distribute"), kind
     assert "volcano" in code_outputs(nb, "%%distribute --strategy torch-ddp --replicas 4")
+
+
+# -- the runner and the leftover check themselves ------------------------------------
+
+
+def test_runner_reads_the_outcome_line_and_ignores_other_output():
+    runner = load_script("execute")
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("x")
+    cell.outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="noise\n"),
+        nbformat.v4.new_output(
+            "stream", name="stdout", text=runner.MARKER + '{"ok": true, "loss": 0.5}\n'
+        ),
+    ]
+    nb.cells.append(cell)
+    assert runner.find_outcome(nb) == {"ok": True, "loss": 0.5}
+    cell.outputs = cell.outputs[:1]
+    assert runner.find_outcome(nb) is None
+
+
+def test_kernel_env_puts_this_checkout_first():
+    runner = load_script("execute")
+    env = runner.kernel_env({"PYTHONPATH": "/elsewhere", "KEEP": "1"})
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(runner.REPO), "/elsewhere"]
+    assert env["KEEP"] == "1"
+
+
+@pytest.mark.slow
+def test_runner_fails_on_a_failing_cell_and_keeps_the_partial_copy(tmp_path, notebook_env):
+    runner = load_script("execute")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("print('before')"),
+        nbformat.v4.new_code_cell("raise ValueError('boom')"),
+        nbformat.v4.new_code_cell("outcome = {'ok': True}"),
+    ]
+    path = tmp_path / "broken.ipynb"
+    nbformat.write(nb, path)
+    with pytest.raises(runner.NotebookFailed, match="boom") as err:
+        runner.execute(path, out_dir=tmp_path / "out", timeout=60)
+    partial = nbformat.read(err.value.executed, as_version=4)
+    assert partial.cells[0].outputs[0]["text"] == "before\n"
+    assert runner.main([str(path), "--out", str(tmp_path / "out"), "--timeout", "60"]) == 1
+
+
+def test_leftover_check_finds_a_process_of_the_data_dir(data_dir):
+    proc = subprocess.Popen(["sleep", "30"], env={**os.environ})
+    try:
+        deadline = time.monotonic() + 5
+        while proc.pid not in [p.pid for p in processes_using(data_dir)]:
+            assert time.monotonic() < deadline, "the sleeping child was not found"
+            time.sleep(0.1)
+        assert proc.pid not in [p.pid for p in processes_using(data_dir / "other")]
+    finally:
+        proc.kill()
+        proc.wait()

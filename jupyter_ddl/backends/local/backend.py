@@ -36,12 +36,12 @@ from ...models import (
 from ...strategies import CATALOG
 from ..base import Backend
 from . import gpus
-from .jobdir import SUPERVISOR_PATH_ENV, JobDir, jobs_root
+from .jobdir import SUPERVISOR_PATH_ENV, JobDir, jobs_root, write_json
 from .logs import LogFollower, count_lines, iter_logs
 from .replica import kill_tree
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
-START_GRACE = 15.0  # a supervisor that has not written its pid yet is still starting
+START_GRACE = 15.0  # a job dir without a supervisor record is still being created
 RESOURCE_EVERY = 2.0
 
 
@@ -51,6 +51,7 @@ class LocalBackend(Backend):
     def __init__(self, config: Config | None = None, *, root: Path | None = None) -> None:
         super().__init__(config)
         self.root = root or jobs_root(data_dir())
+        self._spawned: list[subprocess.Popen[bytes]] = []
 
     # -- paths -------------------------------------------------------------------------
     def _jobdir(self, name: str) -> JobDir:
@@ -109,7 +110,7 @@ class LocalBackend(Backend):
         )
         env[SUPERVISOR_PATH_ENV] = _PACKAGE_PARENT
         with open(jd.supervisor_log, "ab") as log:
-            subprocess.Popen(
+            proc = subprocess.Popen(
                 [sys.executable, "-m", "jupyter_ddl.backends.local.supervisor", str(jd.root)],
                 cwd=jd.root,
                 env=env,
@@ -118,12 +119,24 @@ class LocalBackend(Backend):
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # survives the kernel and its Ctrl-C
             )
+        self._spawned.append(proc)  # reaped in _reap(): no zombies left in the kernel
+        try:  # known at once, so a slow-starting supervisor never looks dead
+            write_json(
+                jd.supervisor_path,
+                {"pid": proc.pid, "create_time": psutil.Process(proc.pid).create_time()},
+            )
+        except psutil.Error:
+            pass  # it already exited; its status (or its absence) says what happened
+
+    def _reap(self) -> None:
+        self._spawned = [p for p in self._spawned if p.poll() is None]
 
     # -- status ------------------------------------------------------------------------
     def get(self, name: str) -> JobStatus:
         return self._status(self._jobdir(name))
 
     def _status(self, jd: JobDir) -> JobStatus:
+        self._reap()
         status = jd.status() or self._initial_status(jd)
         if status.state.finished or _supervisor_alive(jd):
             return status

@@ -22,7 +22,9 @@ NAMESPACE = "team-a"
 
 
 class ApiDouble:
-    def __init__(self, crds: tuple[str, ...] = DEFAULT_CRDS, metrics: bool = True, history: int = 2000) -> None:
+    def __init__(
+        self, crds: tuple[str, ...] = DEFAULT_CRDS, metrics: bool = True, history: int = 2000
+    ) -> None:
         self.store = Store(history)
         self.catalog = Catalog(crds, metrics)
         self.state = State(self.store, self.catalog)
@@ -35,8 +37,13 @@ class ApiDouble:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-        self.store.create("core/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True
+        )
+        self.store.create(
+            "core/v1/namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+        )
 
     def start(self) -> ApiDouble:
         self._thread.start()
@@ -61,7 +68,9 @@ class ApiDouble:
         self.stop()
 
     # -- helpers for tests ------------------------------------------------------------
-    def kubeconfig(self, path: Path, namespace: str = NAMESPACE, contexts: dict[str, str] | None = None) -> Path:
+    def kubeconfig(
+        self, path: Path, namespace: str = NAMESPACE, contexts: dict[str, str] | None = None
+    ) -> Path:
         """Write a kubeconfig pointing at this double; ``contexts`` maps extra context
         names to their namespace."""
         ctx = {"double": namespace, **(contexts or {})}
@@ -70,7 +79,10 @@ class ApiDouble:
             "kind": "Config",
             "clusters": [{"name": "double", "cluster": {"server": self.url}}],
             "users": [{"name": "tester", "user": {"token": "not-a-secret"}}],
-            "contexts": [{"name": n, "context": {"cluster": "double", "user": "tester", "namespace": ns}} for n, ns in ctx.items()],
+            "contexts": [
+                {"name": n, "context": {"cluster": "double", "user": "tester", "namespace": ns}}
+                for n, ns in ctx.items()
+            ],
             "current-context": "double",
         }
         path.write_text(yaml.safe_dump(doc))
@@ -86,7 +98,11 @@ class ApiDouble:
 
     def requests(self, method: str | None = None, contains: str = "") -> list[tuple[str, str]]:
         with self.state.lock:
-            return [r for r in self.state.requests if (method is None or r[0] == method) and contains in r[1]]
+            return [
+                r
+                for r in self.state.requests
+                if (method is None or r[0] == method) and contains in r[1]
+            ]
 
     def _usage(self, ns: str, pod: str) -> dict[str, dict[str, str]] | None:
         import psutil

@@ -27,9 +27,18 @@ def causes(res: Resource, obj: dict[str, Any]) -> list[tuple[str, str]]:
         return [_split(p) for p in found]
     out: list[tuple[str, str]] = []
     if not DNS1123.match(name) or len(name) > 253:
-        out.append(("metadata.name", f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, \'-\' or \'.\''))
+        out.append(
+            (
+                "metadata.name",
+                f"Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'",
+            )
+        )
     if res.kind in ("ConfigMap", "Secret"):
-        size = sum(len(str(v)) for k in ("data", "binaryData", "stringData") for v in (obj.get(k) or {}).values())
+        size = sum(
+            len(str(v))
+            for k in ("data", "binaryData", "stringData")
+            for v in (obj.get(k) or {}).values()
+        )
         if size > CONFIGMAP_LIMIT:
             out.append(("data", f"Too long: must have at most {CONFIGMAP_LIMIT} bytes"))
     return out

@@ -68,8 +68,10 @@ def forbidden(user: str, verb: str, res_name: str, group: str, ns: str, name: st
     plural, _, sub = res_name.partition("/")
     what = f'resource "{plural}"' + (f' subresource "{sub}"' if sub else "")
     scope = f'in the namespace "{ns}"' if ns else "at the cluster scope"
-    subject = f'{plural}{" " + repr(name).replace(chr(39), chr(34)) if name else ""}'
-    msg = f'{subject} is forbidden: User "{user}" cannot {verb} {what} in API group "{group}" {scope}'
+    subject = f"{plural}{' ' + repr(name).replace(chr(39), chr(34)) if name else ''}"
+    msg = (
+        f'{subject} is forbidden: User "{user}" cannot {verb} {what} in API group "{group}" {scope}'
+    )
     return ApiError(
         403, status(403, "Forbidden", msg, {"name": name, "group": group, "kind": plural})
     )
@@ -87,7 +89,9 @@ def invalid(res: Resource, name: str, causes: list[tuple[str, str]]) -> ApiError
                 "name": name,
                 "group": res.group,
                 "kind": res.kind,
-                "causes": [{"reason": "FieldValueInvalid", "message": m, "field": f} for f, m in causes],
+                "causes": [
+                    {"reason": "FieldValueInvalid", "message": m, "field": f} for f, m in causes
+                ],
             },
         ),
     )

@@ -68,7 +68,10 @@ class Kubelet:
                     self._kill(key)
             for p in pods:
                 key = (p["metadata"]["namespace"], p["metadata"]["name"])
-                if key not in self.started and (p.get("status") or {}).get("phase", "Pending") == "Pending":
+                if (
+                    key not in self.started
+                    and (p.get("status") or {}).get("phase", "Pending") == "Pending"
+                ):
                     self._admit(p)
             self.store.wait(0.2)
 
@@ -131,7 +134,9 @@ class Kubelet:
             shutil.rmtree(root, ignore_errors=True)
             return
 
-    def _spawn(self, ns: str, pod: dict[str, Any], c: dict[str, Any], mounts: dict[str, str], root: Path) -> subprocess.Popen[bytes] | None:
+    def _spawn(
+        self, ns: str, pod: dict[str, Any], c: dict[str, Any], mounts: dict[str, str], root: Path
+    ) -> subprocess.Popen[bytes] | None:
         argv = [_rewrite(a, mounts) for a in (c.get("command") or []) + (c.get("args") or [])]
         if not argv:  # an image default entrypoint (e.g. MPI workers' sshd): idle
             argv = ["sleep", "3600"]
@@ -142,9 +147,18 @@ class Kubelet:
         env.update({k: _rewrite(v, mounts) for k, v in self._env(ns, pod, c).items()})
         cwd = _rewrite(c.get("workingDir") or str(root), mounts)
         try:
-            return subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+            return subprocess.Popen(
+                argv,
+                env=env,
+                cwd=cwd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         except OSError as e:
-            self._event(ns, pod["metadata"]["name"], "Failed", f"Error: failed to start container: {e}")
+            self._event(
+                ns, pod["metadata"]["name"], "Failed", f"Error: failed to start container: {e}"
+            )
             return None
 
     def _pump(self, proc: subprocess.Popen[bytes], cid: str) -> None:
@@ -167,9 +181,18 @@ class Kubelet:
     # -- env and volumes ----------------------------------------------------------------
     def _data(self, ns: str, kind: str, name: str) -> dict[str, str]:
         obj = self.store.get(f"core/v1/{kind}", ns, name) or {}
-        out = {k: base64.b64decode(v).decode() for k, v in (obj.get("data") or {}).items()} if kind == "secrets" else dict(obj.get("data") or {})
+        out = (
+            {k: base64.b64decode(v).decode() for k, v in (obj.get("data") or {}).items()}
+            if kind == "secrets"
+            else dict(obj.get("data") or {})
+        )
         if kind == "configmaps":
-            out.update({k: base64.b64decode(v).decode(errors="replace") for k, v in (obj.get("binaryData") or {}).items()})
+            out.update(
+                {
+                    k: base64.b64decode(v).decode(errors="replace")
+                    for k, v in (obj.get("binaryData") or {}).items()
+                }
+            )
         return out
 
     def _env(self, ns: str, pod: dict[str, Any], c: dict[str, Any]) -> dict[str, str]:
@@ -196,7 +219,9 @@ class Kubelet:
                 env[e["name"]] = str(field_lookup(pod, path) or "")
         return env
 
-    def _volumes(self, ns: str, spec: dict[str, Any], c: dict[str, Any], root: Path) -> dict[str, str]:
+    def _volumes(
+        self, ns: str, spec: dict[str, Any], c: dict[str, Any], root: Path
+    ) -> dict[str, str]:
         mounts: dict[str, str] = {}
         vols = {v["name"]: v for v in spec.get("volumes") or []}
         for m in c.get("volumeMounts") or []:
@@ -218,11 +243,18 @@ class Kubelet:
     # -- status and events ------------------------------------------------------------
     def _set_status(self, ns: str, name: str, status: dict[str, Any]) -> None:
         def apply(obj: dict[str, Any]) -> None:
-            obj["status"] = {**(obj.get("status") or {}), **status, "podIP": "127.0.0.1", "hostIP": "127.0.0.1"}
+            obj["status"] = {
+                **(obj.get("status") or {}),
+                **status,
+                "podIP": "127.0.0.1",
+                "hostIP": "127.0.0.1",
+            }
             image = obj["spec"]["containers"][0].get("image", "")
             for cs in obj["status"].get("containerStatuses") or []:  # required fields
                 cs.setdefault("image", image)
-                cs.setdefault("imageID", f"{image}@sha256:{'0' * 64}" if cs.get("containerID") else "")
+                cs.setdefault(
+                    "imageID", f"{image}@sha256:{'0' * 64}" if cs.get("containerID") else ""
+                )
 
         self.store.mutate(PODS, ns, name, apply)
 
@@ -261,7 +293,12 @@ def _pending(c: str, reason: str, msg: str, scheduled: bool) -> dict[str, Any]:
 def _running(c: str, cid: str, restarts: int, last: dict[str, Any] | None) -> dict[str, Any]:
     cs = {"name": c, "containerID": cid, "ready": True, "restartCount": restarts, "started": True,
           "state": {"running": {"startedAt": now_iso()}}, "lastState": {"terminated": last} if last else {}}  # fmt: skip
-    return {"phase": "Running", "conditions": _cond(True, True), "containerStatuses": [cs], "startTime": now_iso()}
+    return {
+        "phase": "Running",
+        "conditions": _cond(True, True),
+        "containerStatuses": [cs],
+        "startTime": now_iso(),
+    }
 
 
 def _crashloop(c: str, restarts: int, term: dict[str, Any]) -> dict[str, Any]:
@@ -271,7 +308,9 @@ def _crashloop(c: str, restarts: int, term: dict[str, Any]) -> dict[str, Any]:
     return {"phase": "Running", "conditions": _cond(True, False), "containerStatuses": [cs]}
 
 
-def _terminated(c: str, phase: str, restarts: int, term: dict[str, Any], last: dict[str, Any] | None) -> dict[str, Any]:
+def _terminated(
+    c: str, phase: str, restarts: int, term: dict[str, Any], last: dict[str, Any] | None
+) -> dict[str, Any]:
     cs = {"name": c, "ready": False, "restartCount": restarts, "containerID": term["containerID"],
           "state": {"terminated": term}, "lastState": {"terminated": last} if last else {}}  # fmt: skip
     return {"phase": phase, "conditions": _cond(True, False), "containerStatuses": [cs]}

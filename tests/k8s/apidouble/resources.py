@@ -137,7 +137,13 @@ class Catalog:
             )
             if r.crd_file or r.plural == "pods":
                 resources.append(
-                    {"name": f"{r.plural}/status", "singularName": "", "namespaced": True, "kind": r.kind, "verbs": ["get", "patch"]}
+                    {
+                        "name": f"{r.plural}/status",
+                        "singularName": "",
+                        "namespaced": True,
+                        "kind": r.kind,
+                        "verbs": ["get", "patch"],
+                    }
                 )
         return {
             "kind": "APIResourceList",

@@ -39,7 +39,11 @@ def route(h: Handler, method: str, path: str, q: dict[str, str]) -> None:
     ns: str | None = None
     if rest[0] == "namespaces" and len(rest) >= 3:
         ns, rest = rest[1], rest[2:]
-    plural, name, sub = rest[0], (rest[1] if len(rest) > 1 else ""), (rest[2] if len(rest) > 2 else "")
+    plural, name, sub = (
+        rest[0],
+        (rest[1] if len(rest) > 1 else ""),
+        (rest[2] if len(rest) > 2 else ""),
+    )
     res = cat.find(group, version, plural)
     if res is None:
         raise E.page_not_found()
@@ -99,23 +103,35 @@ def pod_log(h: Handler, ns: str, name: str, q: dict[str, str]) -> None:
     store = h.state.store
     pod = store.get("core/v1/pods", ns, name)
     if pod is None:
-        raise E.ApiError(404, E.status(404, "NotFound", f'pods "{name}" not found', {"name": name, "kind": "pods"}))
+        raise E.ApiError(
+            404,
+            E.status(404, "NotFound", f'pods "{name}" not found', {"name": name, "kind": "pods"}),
+        )
     names = [c["name"] for c in pod["spec"]["containers"]]
     cname = q.get("container") or (names[0] if len(names) == 1 else "")
     if cname not in names:
-        raise E.bad_request(f"a container name must be specified for pod {name}, choose one of: {names}")
-    cs = next((c for c in (pod.get("status") or {}).get("containerStatuses") or [] if c["name"] == cname), {})
+        raise E.bad_request(
+            f"a container name must be specified for pod {name}, choose one of: {names}"
+        )
+    cs = next(
+        (c for c in (pod.get("status") or {}).get("containerStatuses") or [] if c["name"] == cname),
+        {},
+    )
     previous = q.get("previous") in ("true", "1")
     if previous:
         cid = ((cs.get("lastState") or {}).get("terminated") or {}).get("containerID")
         if not cid:
-            raise E.bad_request(f'previous terminated container "{cname}" in pod "{name}" not found')
+            raise E.bad_request(
+                f'previous terminated container "{cname}" in pod "{name}" not found'
+            )
     else:
         cid = cs.get("containerID")
         if not cid:
             waiting = (cs.get("state") or {}).get("waiting") or {}
             reason = waiting.get("reason", "ContainerCreating")
-            raise E.bad_request(f'container "{cname}" in pod "{name}" is waiting to start: {reason}')
+            raise E.bad_request(
+                f'container "{cname}" in pod "{name}" is waiting to start: {reason}'
+            )
     follow = q.get("follow") in ("true", "1") and not previous
     stream_log(h, cid, follow, q)
 

@@ -29,7 +29,22 @@ class State:
         self.denied: set[tuple[str, str]] = set()  # (verb, "pods/log")
         self.requests: list[tuple[str, str]] = []
         self.pod_metrics: Any = None  # callable(ns, pod) -> {container: usage} | None
+        self.streams: set[Any] = set()  # sockets of open watches and log follows
         self.lock = threading.Lock()
+
+    def drop_streams(self) -> int:
+        """Cut every open watch and log stream, as a flaky network or an API server
+        restart would; returns how many were cut."""
+        import socket
+
+        with self.lock:
+            socks, self.streams = list(self.streams), set()
+        for sock in socks:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        return len(socks)
 
     def allowed(self, verb: str, resource: str) -> bool:
         return (verb, resource) not in self.denied and ("*", resource) not in self.denied
@@ -85,6 +100,8 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _start_stream(self, ctype: str) -> None:
+        with self.state.lock:
+            self.state.streams.add(self.connection)
         self.send_response(200)
         self.send_header("Content-Type", ctype)
         self.send_header("Transfer-Encoding", "chunked")
@@ -143,13 +160,20 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, self._metrics(ns or "", q))
         if q.get("watch") in ("true", "1"):
             return self.do_watch(res, ns, q)
-        items, rv = self.state.store.list(res.rid, ns, q.get("labelSelector"), q.get("fieldSelector"))
+        items, rv = self.state.store.list(
+            res.rid, ns, q.get("labelSelector"), q.get("fieldSelector")
+        )
         for it in items:
             it.setdefault("apiVersion", res.api_version)
             it.setdefault("kind", res.kind)
         self._send(
             200,
-            {"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": {"resourceVersion": rv}, "items": items},
+            {
+                "kind": f"{res.kind}List",
+                "apiVersion": res.api_version,
+                "metadata": {"resourceVersion": rv},
+                "items": items,
+            },
         )
 
     def do_watch(self, res: Resource, ns: str | None, q: dict[str, str]) -> None:
@@ -180,7 +204,10 @@ class Handler(BaseHTTPRequestHandler):
                     raise Gone(since)
                 events = store.events_since(res.rid, since)
             except Gone:
-                self._chunk(json.dumps({"type": "ERROR", "object": E.gone(since, store.rv)}).encode() + b"\n")
+                self._chunk(
+                    json.dumps({"type": "ERROR", "object": E.gone(since, store.rv)}).encode()
+                    + b"\n"
+                )
                 break
             for rv, kind, obj in events:
                 since = rv
@@ -196,7 +223,11 @@ class Handler(BaseHTTPRequestHandler):
         pods, _ = self.state.store.list("core/v1/pods", ns, q.get("labelSelector"))
         items = []
         for p in pods:
-            usage = self.state.pod_metrics(ns, p["metadata"]["name"]) if self.state.pod_metrics else None
+            usage = (
+                self.state.pod_metrics(ns, p["metadata"]["name"])
+                if self.state.pod_metrics
+                else None
+            )
             if usage:
                 items.append(
                     {
@@ -206,7 +237,12 @@ class Handler(BaseHTTPRequestHandler):
                         "containers": [{"name": c, "usage": u} for c, u in usage.items()],
                     }
                 )
-        return {"kind": "PodMetricsList", "apiVersion": METRICS.api_version, "metadata": {}, "items": items}
+        return {
+            "kind": "PodMetricsList",
+            "apiVersion": METRICS.api_version,
+            "metadata": {},
+            "items": items,
+        }
 
     def do_create(self, res: Resource, ns: str, body: dict[str, Any]) -> None:
         body.setdefault("apiVersion", res.api_version)

@@ -113,6 +113,7 @@ class Store:
         self.history: deque[tuple[int, str, str, dict[str, Any]]] = deque(maxlen=history)
         self.logs: dict[str, LogBuffer] = {}  # by containerID
         self.closed = False
+        self.compacted = 0  # watches from before this resourceVersion get 410
         self.epoch = 0  # bumped by expire_watches(): open watches end with 410 Gone
 
     # -- objects ---------------------------------------------------------------
@@ -131,6 +132,8 @@ class Store:
             md.setdefault("uid", str(uuid.uuid4()))
             md.setdefault("creationTimestamp", now_iso())
             md.setdefault("generation", 1)
+            if rid == "core/v1/pods":  # the API server starts every pod Pending
+                obj.setdefault("status", {"phase": "Pending", "qosClass": "BestEffort"})
             self.objects[key] = obj
             self._bump("ADDED", rid, obj)
             return copy.deepcopy(obj)
@@ -186,17 +189,16 @@ class Store:
         """History entries of ``rid`` after ``since``; raises Gone when compacted."""
         with self.cond:
             oldest = self.history[0][0] if self.history else self.rv + 1
-            if since and since < oldest - 1 and len(self.history) == self.history.maxlen:
+            full = len(self.history) == self.history.maxlen
+            if since and (since < self.compacted or (full and since < oldest - 1)):
                 raise Gone(since)
             return [(rv, k, o) for rv, k, r, o in self.history if rv > since and r == rid]
 
     def compact(self) -> None:
         """Forget the watch history (tests use it to force 410 Gone)."""
         with self.cond:
-            self.history = deque(
-                [(self.rv, "BOOKMARK", "", {"metadata": {}})] * self.history.maxlen,
-                maxlen=self.history.maxlen,
-            )
+            self.history.clear()
+            self.compacted = self.rv
 
     def expire_watches(self) -> None:
         """End every open watch with 410 Gone and compact the history, as etcd does."""

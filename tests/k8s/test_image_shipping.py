@@ -1,0 +1,56 @@
+"""With a registry configured the code travels as an appended image layer (a real
+``docker-registry``), no ConfigMap is made, and a missing user image is caught
+before anything is created."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+
+import pytest
+
+from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.errors import RegistryError
+from jupyter_ddl.models import JobSpec
+from tests.support.require import executable
+
+
+@pytest.fixture
+def registry(tmp_path):
+    executable("docker-registry")
+    executable("skopeo")
+    from tests.image.bases import make_layout
+    from tests.image.registries import start_registry
+
+    reg = start_registry("plain", tmp_path / "registry")
+    layout = make_layout(tmp_path / "layout")
+    subprocess.run(["skopeo", "copy", "--dest-tls-verify=false", f"oci:{layout}:base", f"docker://{reg.host}/base:1"],
+                   check=True, capture_output=True)  # fmt: skip
+    yield reg
+    reg.stop()
+
+
+def test_code_ships_as_an_image_layer_and_missing_images_are_caught(make_backend, double, registry):
+    b = make_backend(registry=f"{registry.host}/team", insecure_registries=[registry.host])
+    spec = JobSpec(name=f"img-{uuid.uuid4().hex[:6]}", strategy="torch-ddp", replicas={"Master": 1},
+                   image=f"{registry.host}/base:1", command=["python", "-c", "pass"])  # fmt: skip
+    b.submit(spec, build_bundle("print('from the image')\n"))
+    job = double.store.get("kubeflow.org/v1/pytorchjobs", "team-a", spec.name)
+    container = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    assert container["image"].startswith(f"{registry.host}/team/jupyter-ddl@sha256:")
+    assert not [
+        v
+        for v in job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"].get("volumes", [])
+        if "configMap" in v
+    ]
+    assert double.store.get("core/v1/configmaps", "team-a", f"{spec.name}-code") is None
+    out = subprocess.run(["skopeo", "inspect", "--tls-verify=false", f"docker://{container['image']}"],
+                         check=True, capture_output=True, text=True)  # fmt: skip
+    assert '"Layers"' in out.stdout
+    missing = JobSpec(name=f"img-{uuid.uuid4().hex[:6]}", strategy="torch-ddp", replicas={"Master": 1},
+                      image=f"{registry.host}/nope:1")  # fmt: skip
+    with pytest.raises(RegistryError) as e:
+        b.submit(missing, build_bundle("pass\n"))
+    assert "does not exist" in str(e.value) and "\n" not in str(e.value)
+    assert double.store.get("kubeflow.org/v1/pytorchjobs", "team-a", missing.name) is None
+    b.cancel(spec.name)

@@ -1,0 +1,163 @@
+"""The pure parts of the Kubernetes backend: error mapping, waiting reasons, status
+folding, shipping builders, notebook inheritance, quantities, log timestamps."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jupyter_ddl.backends.kubernetes import errors as E
+from jupyter_ddl.backends.kubernetes import notebook, reasons, shipping
+from jupyter_ddl.backends.kubernetes import status as S
+from jupyter_ddl.backends.kubernetes.logs import split_timestamp
+from jupyter_ddl.backends.kubernetes.usage import quantity
+from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.errors import JobConflict, JobNotFound, PermissionDenied, ValidationError
+from jupyter_ddl.models import JobSpec, JobState, ReplicaState, VolumeMount
+
+
+def status_body(code, reason, message, **details):
+    return json.dumps(
+        {"kind": "Status", "code": code, "reason": reason, "message": message, "details": details}
+    )
+
+
+def test_error_mapping_one_line_each():
+    msg = 'pods "x" is forbidden: User "u" cannot get resource "pods" subresource "log" in API group "" in the namespace "ns"'
+    e = E.map_api_error(
+        403, status_body(403, "Forbidden", msg), action="reading logs", namespace="ns"
+    )
+    assert isinstance(e, PermissionDenied) and "may not get pods/log in namespace ns" in str(e)
+    assert isinstance(E.map_api_error(409, "", action="submitting", name="j"), JobConflict)
+    e404 = E.map_api_error(
+        404,
+        "404 page not found",
+        action="submitting",
+        kind="TFJob",
+        group_version="kubeflow.org/v1",
+    )
+    assert "CRD is not installed" in str(e404) and "training operator" in str(e404)
+    nf = E.map_api_error(
+        404,
+        status_body(404, "NotFound", 'x "j" not found'),
+        action="reading",
+        kind="TFJob",
+        name="j",
+    )
+    assert isinstance(nf, JobNotFound)
+    body = status_body(
+        422, "Invalid", "bad", causes=[{"field": "spec.x", "message": "Invalid value"}]
+    )
+    inv = E.map_api_error(422, body, action="submitting", kind="TFJob", name="j")
+    assert isinstance(inv, ValidationError) and "spec.x: Invalid value" in str(inv)
+    for err in (e, e404, nf, inv):
+        assert "\n" not in str(err)
+
+
+@pytest.mark.parametrize(
+    ("status", "expect"),
+    [
+        ({"conditions": [{"type": "PodScheduled", "status": "False", "message": "0/2 nodes: 2 Insufficient nvidia.com/gpu."}]}, "not enough free GPUs"),
+        ({"containerStatuses": [{"state": {"waiting": {"reason": "ErrImagePull", "message": "not found"}}}]}, "ErrImagePull: not found"),
+        ({"containerStatuses": [{"state": {"waiting": {"reason": "CrashLoopBackOff"}}, "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}, "OOMKilled"),
+        ({"containerStatuses": [{"state": {"waiting": {"reason": "CrashLoopBackOff"}}, "lastState": {"terminated": {"exitCode": 1}}}]}, "last exit code 1"),
+    ],
+)  # fmt: skip
+def test_pod_waiting_reasons(status, expect):
+    assert expect in reasons.pod_waiting({"status": status})
+
+
+def test_podgroup_and_event_reasons():
+    pg = {
+        "metadata": {"name": "j"},
+        "spec": {"minMember": 3},
+        "status": {"phase": "Pending", "scheduled": 1},
+    }
+    assert "1/3 replicas placed" in reasons.podgroup_waiting(pg)
+    assert reasons.event_waiting({"type": "Normal", "reason": "Scheduled"}) is None
+    ev = {
+        "type": "Warning",
+        "reason": "ValidationError",
+        "message": "bad",
+        "involvedObject": {"kind": "MPIJob", "name": "j"},
+    }
+    assert reasons.event_waiting(ev) == "the operator refused the job: bad"
+
+
+def _pod(labels, phase, **cs):
+    return {
+        "metadata": {"name": "p", "labels": labels},
+        "status": {"phase": phase, "containerStatuses": [cs] if cs else []},
+    }
+
+
+def test_status_folding_per_kind():
+    tf = {"metadata": {"name": "j", "labels": {"jupyter-ddl.io/strategy": "tf-mirrored"}},
+          "spec": {"tfReplicaSpecs": {"Worker": {"replicas": 2}}},
+          "status": {"conditions": [{"type": "Created", "status": "True"}, {"type": "Running", "status": "True"}]}}  # fmt: skip
+    pods = [_pod({"training.kubeflow.org/replica-type": "worker", "training.kubeflow.org/replica-index": "1"}, "Running",
+                 state={"running": {}}, restartCount=0)]  # fmt: skip
+    st = S.job_status("TFJob", tf, pods)
+    assert st.state == JobState.RUNNING and st.strategy == "tf-mirrored"
+    assert [(r.id, r.state) for r in st.replicas] == [
+        ("worker-0", ReplicaState.PENDING),
+        ("worker-1", ReplicaState.RUNNING),
+    ]
+    mpi_pod = _pod({"training.kubeflow.org/job-role": "launcher"}, "Succeeded")
+    assert S.pod_replica("MPIJob", mpi_pod) == ("Launcher", 0)
+    tj_pod = _pod(
+        {
+            "jobset.sigs.k8s.io/replicatedjob-name": "node",
+            "batch.kubernetes.io/job-completion-index": "3",
+        },
+        "Running",
+    )
+    assert S.pod_replica("TrainJob", tj_pod) == ("Node", 3)
+    done = {
+        **tf,
+        "status": {"conditions": [{"type": "Complete", "status": "True", "message": "ok"}]},
+    }
+    assert S.job_state("TrainJob", done, [])[0] == JobState.SUCCEEDED
+    cancelled = {**tf, "metadata": {"name": "j", "annotations": {S.ANNOTATION_CANCELLED: "true"}}}
+    assert S.job_status("TFJob", cancelled, pods).replicas[1].state == ReplicaState.TERMINATED
+
+
+def test_shipping_builders_keep_values_out_and_check_size():
+    spec = JobSpec(name="j", strategy="tf-mirrored", secret_env=["TOKEN"])
+    sec = shipping.secret(spec, {"TOKEN": "v"}, {})
+    assert sec["metadata"]["name"] == "j-secrets" and sec["data"] == {"TOKEN": "dg=="}
+    cm = shipping.configmap(build_bundle("x = 1\n"), "j", {"a": "b"})
+    assert set(cm["data"]) == {"cell.py", "ddl_runtime.py", "main.py"} and cm["immutable"] is True
+    bundle = build_bundle("pass\n")
+    bundle.files["pkg/blob.bin"] = b"\xff\xfe\x00"
+    assert shipping.configmap(bundle, "j", {})["binaryData"] == {"pkg__blob.bin": "//4A"}
+
+
+def test_notebook_inheritance():
+    pod = {"metadata": {"labels": {"access-ml-pipeline": "true", "x": "y"}},
+           "spec": {"volumes": [{"name": "w", "persistentVolumeClaim": {"claimName": "ws"}}],
+                    "containers": [{"volumeMounts": [{"name": "w", "mountPath": "/home/jovyan"}]}]}}  # fmt: skip
+    pds = [
+        {"spec": {"selector": {"matchLabels": {"access-ml-pipeline": "true"}}}},
+        {"spec": {"selector": {}}},
+    ]
+    assert notebook.poddefault_labels(pod, pds) == {"access-ml-pipeline": "true"}
+    spec = JobSpec(
+        name="j", strategy="tf-mirrored", volumes=[VolumeMount(claim_name="ws", mount_path="")]
+    )
+    assert notebook.with_notebook_volumes(spec, pod).volumes[0].mount_path == "/home/jovyan"
+    bad = JobSpec(
+        name="j", strategy="tf-mirrored", volumes=[VolumeMount(claim_name="other", mount_path="")]
+    )
+    with pytest.raises(ValidationError, match="its PVCs: ws"):
+        notebook.with_notebook_volumes(bad, pod)
+
+
+def test_quantities_and_timestamps():
+    assert (
+        quantity("250m") == 0.25 and quantity("1Gi") == 1024**3 and quantity("1500000n") == 0.0015
+    )
+    t, text = split_timestamp("2026-11-21T23:00:01.500000000Z hello world")
+    assert text == "hello world" and t == pytest.approx(1795302001.5)
+    assert split_timestamp("no stamp here") == (None, "no stamp here")
