@@ -173,7 +173,9 @@ def build_and_push(
         try:
             base_config = json.loads(src.get_blob(base_ref.repository, cfg_desc["digest"]))
         except ValueError:
-            raise RegistryError(f"{what} has a config that is not JSON") from None
+            base_config = None
+        if not isinstance(base_config, dict):
+            raise RegistryError(f"{what} has a config that is not a JSON object")
         image: AppendedImage = append(
             manifest, media_type, base_config, layer, code_changes(bundle, str(pinned))
         )

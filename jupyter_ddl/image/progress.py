@@ -1,9 +1,10 @@
 """Accounting and progress for a build: request/byte counters and a text progress bar.
 
 Progress callbacks have the signature ``callback(done_bytes: int, total_bytes: int)``;
-they are called from the thread that pushes, after each uploaded or copied piece, and
-once with ``done == total`` at the end. The notebook widget implements the same
-signature; ``TextProgress`` is the fallback for terminals and plain outputs.
+they are called (one call at a time, under a lock) from the push's worker threads,
+after each uploaded or copied piece, and once with ``done == total`` at the end; only
+when the bytes to move reach ``PROGRESS_THRESHOLD``. The notebook widget implements
+the same signature; ``TextProgress`` is the fallback for terminals and plain outputs.
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 
 Base layers are never downloaded into memory: inside one registry they are mounted
 from the base repository; from another registry they are copied as a stream of
-bounded chunks (GET → one streamed PATCH, a reader thread a few chunks ahead). The code layer and the config are small and go up in
-one POST + PUT each. The manifest is pushed last, so a tag never names an image whose
-blobs are missing.
+bounded chunks (GET → one streamed PATCH, a reader thread a few chunks ahead). The
+code layer and the config are small: a mount-check, then one PUT each. Blobs move a
+few at a time; the manifest goes last, so a tag never names an image whose blobs are
+missing.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class _Step:
     digest: str
     size: int
     data: bytes | None = None
-    url: str | None = None  # an upload the registry opened already (failed mount)
+    url: str | None = None  # an upload the registry opened already (a mount it refused)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from tornado.web import RequestHandler
 
 from ..errors import DDLError
 from ..models import LogLine
+from .views import log_dict
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +39,6 @@ def format_event(event: str, data: Any, event_id: str | None = None) -> str:
 
 
 def log_event(line: LogLine) -> str:
-    from .views import log_dict
-
     return format_event("log", log_dict(line), f"{line.replica}:{line.offset}")
 
 

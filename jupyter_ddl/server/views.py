@@ -39,11 +39,8 @@ def parse_int(raw: str | None, name: str, *, default: int | None, minimum: int =
     """A non-negative integer query argument; raises ValidationError on anything else."""
     if raw is None or raw == "":
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = minimum - 1
-    if value < minimum:
+    value = int(raw) if raw.isascii() and raw.isdigit() else None  # no sign, no decimals
+    if value is None or value < minimum:
         raise ValidationError(f"{name}: expected an integer >= {minimum}, got {raw!r}")
     return value
 

@@ -118,7 +118,7 @@ deadlock_with_gang = not startable[True]
 #
 # `--gang` turns it on. Look for `runPolicy.schedulingPolicy` (queue, priority,
 # `minAvailable`), `schedulerName: volcano` in the pod templates, and a `PodGroup`
-# after the job:
+# after the job whose `minMember: 4` means all four pods or none:
 
 # %%
 %%distribute --strategy torch-ddp --replicas 4 --gpus 1 --gang --queue research --priority high --dry-run

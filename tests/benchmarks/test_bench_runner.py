@@ -43,7 +43,7 @@ def run(repeats):
 """
 BROKEN = """
 def run(repeats=3):
-    raise ValueError("registry down at 127.0.0.1:5000\\nsecond line of detail")
+    raise ValueError("registry down at 127.0.0.1:5000, retried 3 times\\nsecond line of detail")
 """
 SLOW = """
 import os, subprocess, sys, time
@@ -159,7 +159,9 @@ def test_failures_become_one_line_rows_and_exit_nonzero(tmp_path):
     rows = table_rows(r.stdout)
     assert len(rows) == 5
     notes = [ln for ln in r.stdout.splitlines() if ln.startswith("!")]
-    assert "! broken: ValueError: registry down at 127.0.0.1:5000" in notes
+    assert (
+        "! broken: ValueError: registry down at 127.0.0.1:5000, retried 3 times" in notes
+    )  # first line only
     assert any("slow: exceeded its 6 s budget" in n for n in notes)
     assert any("crash: child exited 3: last words before the crash" in n for n in notes)
     assert "! lonely / figure: no baseline measured in this run" in notes
@@ -230,3 +232,32 @@ def test_formatting():
     assert text.splitlines()[-1] == "! image: RegistryError: no registry"
     assert math.isnan(failed.ours) and runner.exit_code([row, failed], []) == 2
     assert runner.exit_code([row], []) == 1 and runner.exit_code([row], ["x"]) == 2
+
+
+def test_one_line_reason_names_the_place_in_the_repository():
+    def fail():
+        raise RuntimeError("(404)\nReason: Not Found\nHTTP response headers: many")
+
+    try:
+        fail()
+    except RuntimeError as e:
+        reason = runner.one_line(e)
+    line = fail.__code__.co_firstlineno + 1
+    assert reason == (
+        f"RuntimeError: (404) Reason: Not Found (at tests/benchmarks/test_bench_runner.py:{line})"
+    )
+    assert runner.one_line(ValueError("x" * 500)).endswith("...")
+    assert len(runner.one_line(ValueError("x" * 500))) == 300
+
+
+def test_readme_section_is_replaced_between_the_markers(tmp_path):
+    from benchmarks.__main__ import update_readme
+
+    readme = tmp_path / "README.md"
+    assert not update_readme(readme, "table")  # no file
+    readme.write_text("# x\n\nno markers\n")
+    assert not update_readme(readme, "table") and readme.read_text() == "# x\n\nno markers\n"
+    readme.write_text(f"a\n{runner.README_START}\nold\n{runner.README_END}\nb\n")
+    assert update_readme(readme, "\nnew table\n")
+    assert update_readme(readme, "newer table")  # idempotent shape: markers stay
+    assert readme.read_text() == f"a\n{runner.README_START}\nnewer table\n{runner.README_END}\nb\n"

@@ -17,7 +17,7 @@ from jupyter_ddl.image.manifest import DOCKER_LAYER, DOCKER_MANIFEST, OCI_LAYER,
 
 from .bases import skopeo
 from .conftest import base_in
-from .registries import FlakyProxy
+from .proxy import FlakyProxy
 from .test_registry_variants import make_bundle, unpack
 
 pytestmark = pytest.mark.timeout(180)

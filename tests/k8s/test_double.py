@@ -66,10 +66,14 @@ def test_log_options_previous_tail_since_and_restart(api, double):
         )
         == 5
     )
-    assert (
-        cs[0].last_state.terminated.container_id
-        != core.read_namespaced_pod("crashy", "team-a").status.container_statuses[0].container_id
-    )
+    first = cs[0].last_state.terminated.container_id
+    while (
+        core.read_namespaced_pod("crashy", "team-a").status.container_statuses[0].restart_count < 2
+    ):
+        assert time.monotonic() < deadline + 20
+        time.sleep(0.1)
+    again = core.read_namespaced_pod("crashy", "team-a").status.container_statuses[0]
+    assert again.last_state.terminated.container_id != first  # each restart: a new container
     with pytest.raises(client.ApiException) as e:
         core.read_namespaced_pod_log("nope", "team-a")
     assert e.value.status == 404

@@ -265,3 +265,20 @@ def test_reconnects_after_streams_are_cut_without_repeating_lines(backend, doubl
     assert events[-1].status.state == JobState.SUCCEEDED
     follows = [p for _, p in double.requests("GET", "/log?") if "follow=true" in p]
     assert len(follows) >= 2  # the log stream was opened again
+
+
+def test_oomkilled_container_is_named_as_such(backend, double):
+    double.scenario.oom.add("master-0")  # the kubelet reports its SIGKILL as OOMKilled
+    cell = (
+        "import os, signal\nprint('allocating', flush=True)\nos.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    spec = JobSpec(name=name("oom"), strategy="torch-ddp", replicas={"Master": 1}, command=RUN_CELL,
+                   restart_policy=RestartPolicy.NEVER)  # fmt: skip
+    backend.submit(spec, build_bundle(cell))
+    events = collect(backend, spec.name)
+    final = events[-1].status
+    assert final.state == JobState.FAILED
+    assert "master-0 failed with exit code 137" in final.message and "OOMKilled" in final.message
+    assert any(
+        e.kind == EventKind.WAITING and "raise the memory limit" in e.message for e in events
+    )

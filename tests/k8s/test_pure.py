@@ -161,3 +161,12 @@ def test_quantities_and_timestamps():
     t, text = split_timestamp("2026-11-21T23:00:01.500000000Z hello world")
     assert text == "hello world" and t == pytest.approx(1795302001.5)
     assert split_timestamp("no stamp here") == (None, "no stamp here")
+
+
+def test_importing_the_backend_does_not_import_kubernetes():
+    import subprocess
+    import sys
+
+    code = "import sys, jupyter_ddl.backends.kubernetes as k; print('kubernetes' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -189,3 +189,13 @@ def test_more_gpus_than_present_is_refused(backend, monkeypatch):
         backend.submit(spec, build_bundle("print(1)"))
     assert "2 GPUs" in str(e.value) and "has 0" in str(e.value)
     assert backend.list() == []
+
+
+def test_follow_logs_until_the_end_and_watch_from_now(backend):
+    code = "import time\nfor i in range(8):\n    print(f'line {i}', flush=True)\n    time.sleep(0.25)\n"
+    name = submit(backend, code, "tf-mirrored", {"Worker": 1})
+    wait_line(backend, name, "worker-0", "line 2")
+    later = [e.log.text for e in backend.watch(name, from_start=False) if e.log]
+    assert later and "line 0" not in later and later[-1] == "line 7"
+    followed = [line.text for line in backend.logs(name, replica="worker-0", offset=5, follow=True)]
+    assert followed == ["line 5", "line 6", "line 7"]

@@ -120,6 +120,7 @@ def test_tensorflow_strategies(run_notebook):
     from tests.support.require import module
 
     module("tensorflow")
+    module("tf_keras")  # Keras 3 model.fit fails under MultiWorkerMirrored
     _, outcome = run_notebook("tensorflow-strategies", timeout=300)
     assert outcome["states"] == {
         "mirrored": "Succeeded",
