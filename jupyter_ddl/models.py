@@ -129,7 +129,8 @@ class JobSpec:
     env: dict[str, str] = field(default_factory=dict)
     secret_env: list[str] = field(default_factory=list)  # names; values never in the spec
     restart_policy: RestartPolicy | None = None  # None: the kind's default
-    backoff_limit: int | None = None
+    # 3 like a Kubernetes Job's default, so a crash loop ends; None: unlimited
+    backoff_limit: int | None = 3
     active_deadline_seconds: int | None = None
     ttl_seconds_after_finished: int | None = None
     clean_pod_policy: CleanPodPolicy | None = None  # None: Running (PS never exit)

@@ -282,3 +282,25 @@ def test_oomkilled_container_is_named_as_such(backend, double):
     assert any(
         e.kind == EventKind.WAITING and "raise the memory limit" in e.message for e in events
     )
+
+
+def test_follow_logs_with_tail_and_watch_from_now(backend, make_backend):
+    cell = (
+        "import time\nfor i in range(5):\n    print('early', i, flush=True)\n"
+        "time.sleep(2.5)\nfor i in range(3):\n    print('late', i, flush=True)\n"
+    )
+    spec = JobSpec(
+        name=name("tail"), strategy="tf-mirrored", replicas={"Worker": 1}, command=RUN_CELL
+    )
+    backend.submit(spec, build_bundle(cell))
+    deadline = time.monotonic() + 20
+    while len(list(backend.logs(spec.name))) < 5:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    fresh = make_backend()
+    now_events = collect(fresh, spec.name, from_start=False)
+    followed = list(backend.logs(spec.name, follow=True, tail=2))
+    assert [ln.text for ln in followed] == ["early 3", "early 4", "late 0", "late 1", "late 2"]
+    assert [ln.offset for ln in followed] == [3, 4, 5, 6, 7]
+    now_logs = [e.log.text for e in now_events if e.kind == EventKind.LOG]
+    assert now_logs == ["late 0", "late 1", "late 2"]

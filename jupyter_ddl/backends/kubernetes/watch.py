@@ -309,7 +309,7 @@ class JobWatcher:
                     yield JobEvent(EventKind.REPLICA, self.name, replica=r.id, replica_status=r)
                 if r.message != waiting.get(r.id):
                     waiting[r.id] = r.message
-                    if r.message and not r.state.finished:
+                    if r.message and (not r.state.finished or r.message.startswith("OOMKilled")):
                         yield JobEvent(
                             EventKind.WAITING, self.name, replica=r.id, message=r.message
                         )
