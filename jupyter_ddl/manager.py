@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from .image import BuiltImage
 
 
+#: seconds an unavailable backend is left out of lists and searches
+UNAVAILABLE_RETRY_S = 30.0
+
+
 class JobManager:
     def __init__(
         self, config: Config | None = None, backends: dict[str, Backend] | None = None
@@ -29,6 +33,9 @@ class JobManager:
         self.config = config or load_config()
         self._backends: dict[str, Backend] = dict(backends or {})
         self._lock = threading.Lock()
+        # backend name -> when it last answered "unavailable": an unreachable cluster
+        # is skipped for a while so every sidebar poll and `%ddl list` stays fast.
+        self._down: dict[str, float] = {}
 
     # -- backends -------------------------------------------------------------
     def backend(self, name: str | None = None) -> Backend:
@@ -44,10 +51,12 @@ class JobManager:
     def _loaded_backends(self) -> list[Backend]:
         out = []
         for name in backend_names():
+            if time.monotonic() - self._down.get(name, -1e9) < UNAVAILABLE_RETRY_S:
+                continue
             try:
                 out.append(self.backend(name))
             except DDLError:
-                continue  # not installed / not reachable: listed as unavailable elsewhere
+                self._down[name] = time.monotonic()  # not installed / not configured
         return out
 
     # -- jobs -----------------------------------------------------------------
@@ -102,7 +111,7 @@ class JobManager:
             except JobNotFound:
                 continue
             except BackendUnavailable:
-                continue
+                self._down[b.name] = time.monotonic()
         raise JobNotFound(f"no job named {name!r}", hint="`%ddl list` shows the jobs")
 
     def get(self, name: str, backend: str | None = None) -> JobStatus:
@@ -115,7 +124,9 @@ class JobManager:
             try:
                 jobs.extend(b.list(notebook=notebook))
             except BackendUnavailable:
-                continue
+                if backend:
+                    raise
+                self._down[b.name] = time.monotonic()
         return sorted(jobs, key=lambda j: j.created or 0, reverse=True)
 
     def watch(

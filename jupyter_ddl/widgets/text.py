@@ -106,7 +106,9 @@ def log_html(lines: list[tuple[str, str]], colors: dict[str, str], prefix: bool 
     # column-reverse keeps the box scrolled to the newest line as lines arrive
     return (
         "<div style='max-height:24em;overflow:auto;display:flex;flex-direction:column-reverse'>"
-        "<pre style='font-size:12px;margin:0;flex:none;overflow:visible'>" + "\n".join(out) + "</pre></div>"
+        "<pre style='font-size:12px;margin:0;flex:none;overflow:visible'>"
+        + "\n".join(out)
+        + "</pre></div>"
     )
 
 

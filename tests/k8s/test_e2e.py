@@ -297,9 +297,13 @@ def test_follow_logs_with_tail_and_watch_from_now(backend, make_backend):
     while len(list(backend.logs(spec.name))) < 5:
         assert time.monotonic() < deadline
         time.sleep(0.1)
-    fresh = make_backend()
-    now_events = collect(fresh, spec.name, from_start=False)
-    followed = list(backend.logs(spec.name, follow=True, tail=2))
+    followed: list = []
+    follower = threading.Thread(
+        target=lambda: followed.extend(backend.logs(spec.name, follow=True, tail=2))
+    )
+    follower.start()  # while "late" lines are still to come
+    now_events = collect(make_backend(), spec.name, from_start=False)
+    follower.join(30)
     assert [ln.text for ln in followed] == ["early 3", "early 4", "late 0", "late 1", "late 2"]
     assert [ln.offset for ln in followed] == [3, 4, 5, 6, 7]
     now_logs = [e.log.text for e in now_events if e.kind == EventKind.LOG]

@@ -9,6 +9,7 @@ import pytest
 
 from jupyter_ddl.capture import capture_cell, extract_requirements, history_of
 from jupyter_ddl.errors import CaptureError
+from tests.support import require
 
 from .conftest import run
 
@@ -115,7 +116,9 @@ def test_unshippable_live_objects_are_warned_with_advice():
 
 
 def test_torch_module_is_recognised_as_a_model(monkeypatch):
-    torch = pytest.importorskip("torch")
+    require.module("torch")
+    import torch
+
     ns = {"model": torch.nn.Linear(2, 1)}
     c = capture_cell("model(x)", [(1, "x = 1")], ns)
     assert any("model in memory" in w and "weights" in w for w in c.warnings)

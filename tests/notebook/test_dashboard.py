@@ -13,6 +13,7 @@ from jupyter_ddl.widgets.chart import svg_chart
 from jupyter_ddl.widgets.dashboard import Dashboard
 from jupyter_ddl.widgets.follow import Follower
 from jupyter_ddl.widgets.state import DashboardState
+from tests.support import require
 
 from .fakes import FakeBackend
 
@@ -117,7 +118,7 @@ def test_text_view_final_output_has_state_replica_lines_and_an_svg_chart(manager
 
 
 def test_widget_view_tabs_cancel_and_detach(manager, fake):
-    pytest.importorskip("ipywidgets")
+    require.module("ipywidgets")
     from jupyter_ddl.bundle import build_bundle
     from jupyter_ddl.models import JobSpec
 
@@ -164,7 +165,7 @@ def test_fake_backend_is_a_real_backend_subclass():
 
 
 def test_build_progress_widget_follows_the_callback():
-    pytest.importorskip("ipywidgets")
+    require.module("ipywidgets")
     from jupyter_ddl.widgets.progress import BuildProgress
 
     rec = Recorder()

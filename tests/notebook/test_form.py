@@ -6,8 +6,12 @@ import pytest
 
 from jupyter_ddl.strategies import CATALOG
 from jupyter_ddl.widgets.form import DistributeForm, load_choice
+from tests.support import require
 
-pytest.importorskip("ipywidgets")
+
+@pytest.fixture(autouse=True)
+def _widgets():
+    require.module("ipywidgets")
 
 
 def _form(calls, notebook="nb.ipynb", backends=("local", "kubernetes")):
