@@ -27,8 +27,9 @@ class _Parser(argparse.ArgumentParser):
 
 def usage() -> str:
     return (
-        "%ddl list | status NAME | attach NAME | logs NAME [--replica R] [--tail N] | "
-        "cancel NAME | delete NAME | wait NAME [--timeout S] | strategies | config [key=value ...]"
+        "%ddl list | status [NAME] | attach [NAME] | logs [NAME] [--replica R] [--tail N] | "
+        "cancel [NAME] | delete [NAME] | wait [NAME] [--timeout S] | strategies | "
+        "config [key=value ...]  (NAME defaults to the job this kernel started last)"
     )
 
 
@@ -48,15 +49,25 @@ def run_command(magics: DDLMagics, line: str) -> Any:
     return _HANDLERS[command](magics, rest)
 
 
-def _named(command: str, rest: list[str], *extra: tuple[str, type]) -> argparse.Namespace:
-    p = _Parser(prog=command, add_help=False, exit_on_error=False)
-    p.add_argument("name")
+def _named(
+    magics: DDLMagics, command: str, rest: list[str], *extra: tuple[str, type]
+) -> argparse.Namespace:
+    """Parse ``NAME [flags]``; without NAME, the job this kernel started last."""
+    p = _Parser(prog=command, add_help=False, exit_on_error=False, allow_abbrev=False)
+    p.add_argument("name", nargs="?")
     for flag, kind in extra:
         p.add_argument(flag, type=kind)
     try:
-        return p.parse_args(rest)
+        args = p.parse_args(rest)
     except argparse.ArgumentError as e:
         raise ValidationError(f"%ddl {command}: {e}; `%ddl help` lists the commands") from None
+    if args.name is None:
+        if magics.last_job is None:
+            raise ValidationError(
+                f"%ddl {command}: no job started in this kernel yet; give its NAME (`%ddl list`)"
+            )
+        args.name = magics.last_job
+    return args
 
 
 def status_text(status: JobStatus) -> str:
@@ -83,30 +94,30 @@ def _list(magics: DDLMagics, rest: list[str]) -> None:
 
 
 def _status(magics: DDLMagics, rest: list[str]) -> None:
-    a = _named("status", rest)
+    a = _named(magics, "status", rest)
     print(status_text(magics.manager.get(a.name)))
 
 
 def _attach(magics: DDLMagics, rest: list[str]) -> None:
-    a = _named("attach", rest)
+    a = _named(magics, "attach", rest)
     magics.manager.get(a.name)  # JobNotFound before any output
     magics.follow(a.name)
 
 
 def _logs(magics: DDLMagics, rest: list[str]) -> None:
-    a = _named("logs", rest, ("--replica", str), ("--tail", int))
+    a = _named(magics, "logs", rest, ("--replica", str), ("--tail", int))
     for line in magics.manager.logs(a.name, replica=a.replica, tail=a.tail):
         print(f"[{line.replica}] {line.text}")
 
 
 def _cancel(magics: DDLMagics, rest: list[str]) -> None:
-    a = _named("cancel", rest)
+    a = _named(magics, "cancel", rest)
     status = magics.manager.cancel(a.name)
     print(f"{a.name}: {status.state.value}")
 
 
 def _delete(magics: DDLMagics, rest: list[str]) -> None:
-    a = _named("delete", rest)
+    a = _named(magics, "delete", rest)
     dash = magics.dashboards.pop(a.name, None)
     if dash is not None:
         dash.detach()
@@ -115,7 +126,7 @@ def _delete(magics: DDLMagics, rest: list[str]) -> None:
 
 
 def _wait(magics: DDLMagics, rest: list[str]) -> None:
-    a = _named("wait", rest, ("--timeout", float))
+    a = _named(magics, "wait", rest, ("--timeout", float))
     dash = magics.dashboards.get(a.name)
     if dash is not None and dash.running:
         magics.wait_for(dash, a.timeout)  # also writes the dashboard's final output

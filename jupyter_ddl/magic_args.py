@@ -30,6 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
         add_help=False,
         description="Run this cell as a distributed training job.",
         exit_on_error=False,
+        # `--worker 2` must not silently mean `--workers`: a flag added later would
+        # change what stored notebooks mean.
+        allow_abbrev=False,
     )
     a = p.add_argument
     a("-h", "--help", action="store_true", help="show this help")

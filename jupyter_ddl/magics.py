@@ -46,6 +46,7 @@ class DDLMagics(Magics):
         self.dashboards: dict[str, Dashboard] = {}
         self.last_form: Any = None
         self.last_capture: Captured | None = None
+        self.last_job: str | None = None  # what `%ddl status` etc. mean without a NAME
 
     @property
     def ip(self) -> Any:
@@ -139,6 +140,9 @@ class DDLMagics(Magics):
                 "set it (os.environ[...] or before starting Jupyter) and run the cell again"
             )
         handle = self.manager.submit(spec, bundle)
+        self.last_job = handle.name
+        # The job's name for later cells (`%ddl logs $_ddl_job`, `manager.get(_ddl_job)`).
+        self.ip.user_ns["_ddl_job"] = handle.name
         dash = self.follow(handle.name, handle.backend)
         if args.wait:
             self.wait_for(dash, args.timeout)

@@ -255,3 +255,21 @@ def test_cancel_and_attach_replay_the_logs(shell, magics, fake, capsys):
     assert dash.wait(5)
     assert list(dash.state.replicas["master-0"].lines) == ["before attach", "after attach"]
     assert dash.state.state == "Cancelled"
+
+
+def test_abbreviated_flags_are_refused(shell, magics, fake):
+    with pytest.raises(ShownError) as e:
+        shell.run_cell_magic("distribute", "--strategy torch-ddp --worker 2", "x = 1")
+    assert "unrecognized arguments: --worker" in str(e.value)
+    assert fake.submitted == []
+
+
+def test_ddl_commands_default_to_the_last_job_of_this_kernel(shell, magics, fake, capsys):
+    with pytest.raises(ShownError) as e:
+        shell.run_line_magic("ddl", "status")
+    assert "no job started in this kernel yet" in str(e.value)
+    shell.run_cell_magic("distribute", "--strategy torch-ddp --name last1", "x = 1")
+    assert shell.user_ns["_ddl_job"] == "last1"
+    _play(fake, "last1")
+    shell.run_line_magic("ddl", "wait")
+    assert "last1" in capsys.readouterr().out
