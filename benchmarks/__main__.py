@@ -27,9 +27,9 @@ from benchmarks.table import Row, render_markdown, render_text
 RESULTS = runner.ROOT / "benchmarks" / "RESULTS.md"
 README = runner.ROOT / "README.md"
 NOTE = (
-    "Each figure is the median of the repeats, min–max in brackets; every baseline was "
-    "measured in the same run, and ratio = ours / baseline. These machines are shared and "
-    "noisy: compare ratios, not absolute figures."
+    "Each figure is the median of the repeats, min–max in brackets; each baseline is "
+    "measured in the same run as the figure beside it, and ratio = ours / baseline. These "
+    "machines are shared and noisy: compare ratios, not absolute figures."
 )
 
 

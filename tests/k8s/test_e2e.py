@@ -133,6 +133,9 @@ def test_waiting_reasons_for_unschedulable_and_image_pull(backend, double, tmp_p
                    command=["python", "-c", "import time; time.sleep(60)"])  # fmt: skip
     backend.submit(spec, build_bundle("pass\n"))
     stop = threading.Event()
+    timer = threading.Timer(30, stop.set)  # fail, not hang, if a reason never comes
+    timer.daemon = True
+    timer.start()
     seen: list[str] = []
     for ev in backend.watch(spec.name, stop=stop):
         if ev.kind == EventKind.WAITING:
@@ -268,17 +271,17 @@ def test_reconnects_after_streams_are_cut_without_repeating_lines(backend, doubl
 
 
 def test_oomkilled_container_is_named_as_such(backend, double):
-    double.scenario.oom.add("master-0")  # the kubelet reports its SIGKILL as OOMKilled
     cell = (
         "import os, signal\nprint('allocating', flush=True)\nos.kill(os.getpid(), signal.SIGKILL)\n"
     )
     spec = JobSpec(name=name("oom"), strategy="torch-ddp", replicas={"Master": 1}, command=RUN_CELL,
                    restart_policy=RestartPolicy.NEVER)  # fmt: skip
+    double.scenario.oom.add(spec.name)  # the kubelet reports these SIGKILLs as OOMKilled
     backend.submit(spec, build_bundle(cell))
     events = collect(backend, spec.name)
     final = events[-1].status
     assert final.state == JobState.FAILED
-    assert "master-0 failed with exit code 137" in final.message and "OOMKilled" in final.message
+    assert "-0 failed with exit code 137" in final.message and "OOMKilled" in final.message
     assert any(
         e.kind == EventKind.WAITING and "raise the memory limit" in e.message for e in events
     )

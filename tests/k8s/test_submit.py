@@ -147,6 +147,9 @@ def test_gpu_warning_gang_podgroup_and_its_waiting_reason(make_backend, double):
         "involvedObject": {"kind": "PodGroup", "name": spec.name, "namespace": "team-a"},
         "message": "2/2 tasks in gang unschedulable: pod group is not ready, 2 Pending, 2 minAvailable"})  # fmt: skip
     stop = threading.Event()
+    timer = threading.Timer(30, stop.set)  # fail, not hang, if a reason never comes
+    timer.daemon = True
+    timer.start()
     seen = []
     for ev in b.watch(spec.name, stop=stop):
         if ev.kind == EventKind.WAITING:

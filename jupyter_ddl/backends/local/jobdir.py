@@ -20,6 +20,7 @@ Layout under ``<data dir>/jobs/<name>/``::
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from dataclasses import asdict
@@ -60,23 +61,70 @@ def read_json(path: Path) -> Any | None:
         return None
 
 
+# The supervisor stamps and the watchers parse every line (thousands per second), so
+# both cache the part of the stamp that rarely changes: strptime/strftime on every line
+# cost more than the rest of the log path together.
+_second_stamp: tuple[int, str] = (-1, "")  # (UTC second, "YYYY-MM-DDTHH:MM:SS")
+_minute_epoch: tuple[str, int] = ("", 0)  # ("YYYY-MM-DDTHH:MM", its epoch seconds)
+
+
 def format_log_line(t: float, stream: str, text: str) -> str:
     """One timestamped log line: ``2026-11-21T23:40:01.123456Z stdout text``."""
-    stamp = datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return f"{stamp} {stream} {text}\n"
+    global _second_stamp
+    # split as datetime.fromtimestamp does (modf, then round half even): same digits
+    frac, whole = math.modf(t)
+    sec, micro = int(whole), round(frac * 1e6)
+    if micro >= 1_000_000:
+        sec, micro = sec + 1, micro - 1_000_000
+    elif micro < 0:
+        sec, micro = sec - 1, micro + 1_000_000
+    cached = _second_stamp
+    if cached[0] != sec:
+        stamp = datetime.fromtimestamp(sec, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+        cached = _second_stamp = (sec, stamp)
+    return f"{cached[1]}.{micro:06d}Z {stream} {text}\n"
 
 
 def parse_log_line(line: str) -> tuple[float | None, str, str]:
     """(time, stream, text) of a stored line; foreign lines come back as stdout text."""
-    parts = line.rstrip("\n").split(" ", 2)
+    line = line.rstrip("\n")
+    parts = line.split(" ", 2)
     if len(parts) >= 2 and parts[0].endswith("Z"):
-        try:
-            t = datetime.strptime(parts[0], "%Y-%m-%dT%H:%M:%S.%fZ")
-        except ValueError:
-            return None, "stdout", line.rstrip("\n")
-        stamp = t.replace(tzinfo=timezone.utc).timestamp()
+        stamp = parse_stamp(parts[0])
+        if stamp is None:
+            return None, "stdout", line
         return stamp, parts[1], parts[2] if len(parts) == 3 else ""
-    return None, "stdout", line.rstrip("\n")
+    return None, "stdout", line
+
+
+def parse_stamp(stamp: str) -> float | None:
+    """Epoch seconds of ``2026-11-21T23:40:01.123456Z`` (None when it is not one).
+
+    The fast path gives exactly what ``datetime.timestamp()`` gives (whole
+    microseconds divided once), so both paths agree to the bit.
+    """
+    global _minute_epoch
+    if len(stamp) == 27 and stamp[16] == ":" and stamp[19] == ".":
+        ss, us = stamp[17:19], stamp[20:26]
+        if ss.isascii() and ss.isdigit() and us.isascii() and us.isdigit() and ss < "60":
+            head = stamp[:16]
+            cached = _minute_epoch
+            if cached[0] != head:
+                try:
+                    minute = datetime.strptime(head, "%Y-%m-%dT%H:%M")
+                except ValueError:
+                    return None
+                cached = _minute_epoch = (head, _epoch(minute))
+            return ((cached[1] + int(ss)) * 1_000_000 + int(us)) / 1_000_000
+    try:
+        t = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ")
+    except ValueError:
+        return None
+    return t.replace(tzinfo=timezone.utc).timestamp()
+
+
+def _epoch(t: datetime) -> int:
+    return int(t.replace(tzinfo=timezone.utc).timestamp())
 
 
 class JobDir:
