@@ -18,18 +18,22 @@ creating the same job object directly with ``create_namespaced_custom_object``.
 
 from __future__ import annotations
 
+import contextlib
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from benchmarks.table import Row, summarize
 
 AREA = "log streaming, Kubernetes API double"
+ROOT = Path(__file__).resolve().parent.parent
 PODS = 8
 
 CELL = """\
@@ -99,12 +103,20 @@ def ours(backend: Any, name: str) -> list[tuple[str, int, float, float]]:
 
 def baseline(conn: Any, name: str) -> list[tuple[str, int, float, float]]:
     """Follow the pods one after the other, each until its container ends."""
+    from kubernetes.client import ApiException
+
     core = conn.client("CoreV1Api")
     got: list[tuple[str, int, float, float]] = []
     pods = [f"{name}-master-0"] + [f"{name}-worker-{i}" for i in range(PODS - 1)]
     for pod in pods:
-        while True:  # wait until the pod has started
-            p = core.read_namespaced_pod(pod, conn.namespace)
+        while True:  # wait until the pod exists and has started
+            try:
+                p = core.read_namespaced_pod(pod, conn.namespace)
+            except ApiException as e:
+                if e.status != 404:
+                    raise
+                time.sleep(0.05)
+                continue
             if (
                 p.status
                 and p.status.container_statuses
@@ -145,8 +157,31 @@ def _registry(root: Path) -> tuple[Any, str] | None:
     return reg, f"{reg.host}/base:1"
 
 
+@contextlib.contextmanager
+def serve_double(kubeconfig: Path) -> Iterator[Path]:
+    """The API double (with its operator and kubelet) in its own process, as a real API
+    server would be: sharing our interpreter's GIL would slow both sides."""
+    code = (
+        "import sys; from pathlib import Path; from tests.k8s.apidouble import ApiDouble\n"
+        "d = ApiDouble().start(); d.kubeconfig(Path(sys.argv[1])); print('ready', flush=True)\n"
+        "sys.stdin.read(); d.stop()\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, str(kubeconfig)], cwd=ROOT,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
+        yield kubeconfig
+    finally:
+        if proc.stdin:
+            proc.stdin.close()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 def submit_latency(
-    backend: Any, double: Any, repeats: int, image: str | None
+    backend: Any, repeats: int, image: str | None
 ) -> tuple[list[float], list[float]]:
     """(ours, baseline) seconds for ``repeats`` submits of a 1-replica job."""
     from jupyter_ddl.bundle import build_bundle
@@ -180,17 +215,18 @@ def run(
     rate: int = 500,
     seconds: float = 2.0,
 ) -> list[Row]:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(ROOT))
     from jupyter_ddl.backends.kubernetes import KubernetesBackend
     from jupyter_ddl.bundle import build_bundle
     from jupyter_ddl.config import Config
-    from tests.k8s.apidouble import ApiDouble
 
     repeats = 1 if quick else max(1, min(repeats, 3))
     samples: dict[str, list[dict[str, float]]] = {"ours": [], "base": []}
-    with tempfile.TemporaryDirectory(prefix="k8s-bench-") as tmp, ApiDouble() as double:
+    with (
+        tempfile.TemporaryDirectory(prefix="k8s-bench-") as tmp,
+        serve_double(Path(tmp) / "kc") as kc,
+    ):
         root = Path(tmp)
-        kc = double.kubeconfig(root / "kc")
         backend = KubernetesBackend(
             Config(backend="kubernetes"), kubeconfig=str(kc), sa_dir=root, usage_every=0
         )
@@ -211,13 +247,13 @@ def run(
                 samples[who].append(_stats(got, expected))
                 backend.delete(spec.name)
         n_sub = 2 if quick else 5
-        sub_cm = submit_latency(backend, double, n_sub, None)
+        sub_cm = submit_latency(backend, n_sub, None)
         reg = _registry(root)
         sub_img = None
         if reg is not None:
             backend.config.registry = f"{reg[0].host}/bench"
             backend.config.insecure_registries = [reg[0].host]
-            sub_img = submit_latency(backend, double, n_sub, reg[1])
+            sub_img = submit_latency(backend, n_sub, reg[1])
             reg[0].stop()
         backend.close()
     return _rows(samples, sub_cm, sub_img, rate)

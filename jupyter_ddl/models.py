@@ -65,6 +65,9 @@ class EventKind(str, Enum):
     WAITING = "waiting"  # why a replica waits (FailedScheduling, ImagePullBackOff, ...)
 
 
+#: restarts allowed when the user gave no backoff limit (a Kubernetes Job allows 6)
+DEFAULT_BACKOFF_LIMIT = 3
+
 # Roles use the operators' replica-type spelling (contract §1.1, §3, §4.1).
 ROLES = ("Chief", "Master", "Worker", "PS", "Evaluator", "Launcher", "Node")
 
@@ -129,8 +132,7 @@ class JobSpec:
     env: dict[str, str] = field(default_factory=dict)
     secret_env: list[str] = field(default_factory=list)  # names; values never in the spec
     restart_policy: RestartPolicy | None = None  # None: the kind's default
-    # 3 like a Kubernetes Job's default, so a crash loop ends; None: unlimited
-    backoff_limit: int | None = 3
+    backoff_limit: int | None = None  # None: DEFAULT_BACKOFF_LIMIT (effective_backoff_limit)
     active_deadline_seconds: int | None = None
     ttl_seconds_after_finished: int | None = None
     clean_pod_policy: CleanPodPolicy | None = None  # None: Running (PS never exit)
@@ -153,6 +155,12 @@ class JobSpec:
     # provenance
     notebook: str | None = None
     user: str | None = None
+
+    @property
+    def effective_backoff_limit(self) -> int:
+        """The limit applied: a crash loop must end even when the user set none (the
+        operators' own default is unlimited, which leaves a broken job restarting forever)."""
+        return DEFAULT_BACKOFF_LIMIT if self.backoff_limit is None else self.backoff_limit
 
     def resources_for(self, role: str) -> Resources:
         return self.resources.get(role, self.default_resources)

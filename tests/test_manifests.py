@@ -187,8 +187,15 @@ def test_s10_5_master_replicas_written_explicitly_and_replica_types_camel_case()
 
 def test_s10_10_clean_pod_policy_defaults_to_running_so_ps_pods_end():
     job = build(JobSpec("a", "tf-parameter-server"))[0]
-    assert job["spec"]["runPolicy"] == {"cleanPodPolicy": "Running"}
+    assert job["spec"]["runPolicy"] == {"cleanPodPolicy": "Running", "backoffLimit": 3}
     assert job["spec"]["tfReplicaSpecs"]["PS"]["restartPolicy"] == "Never"
+
+
+def test_backoff_limit_is_always_written_so_a_crash_loop_ends():
+    """The operators' default is unlimited (§1.6); ours is DEFAULT_BACKOFF_LIMIT."""
+    assert build(JobSpec("a", "torch-ddp"))[0]["spec"]["runPolicy"]["backoffLimit"] == 3
+    spec = JobSpec("a", "torch-ddp", backoff_limit=0)
+    assert build(spec)[0]["spec"]["runPolicy"]["backoffLimit"] == 0
 
 
 def test_s1_6_run_policy_fields():

@@ -302,8 +302,8 @@ def run_policy(spec: JobSpec) -> dict[str, Any]:
         rp["ttlSecondsAfterFinished"] = spec.ttl_seconds_after_finished
     if spec.active_deadline_seconds is not None:
         rp["activeDeadlineSeconds"] = spec.active_deadline_seconds
-    if spec.backoff_limit is not None:
-        rp["backoffLimit"] = spec.backoff_limit
+    # Always written: the operators' default is unlimited, so a crash loop would never end.
+    rp["backoffLimit"] = spec.effective_backoff_limit
     if spec.gang is not None:
         g = spec.gang
         total = sum(contract.effective_replicas(spec).values())
@@ -316,3 +316,35 @@ def run_policy(spec: JobSpec) -> dict[str, Any]:
             sp["scheduleTimeoutSeconds"] = g.schedule_timeout_seconds
         rp["schedulingPolicy"] = sp
     return rp
+
+
+def v1_replica_specs(
+    spec: JobSpec,
+    *,
+    container_name: str,
+    port: tuple[str, int],
+    default_policy: str,
+    image: str,
+    command: Sequence[str],
+    code_digest: str | None,
+    code_configmap: str | None,
+    code_paths: Sequence[str] | None,
+) -> dict[str, Any]:
+    """The replica map of a training-operator v1 kind (TFJob, PyTorchJob): one spec per
+    role, each with the container the operator looks for and its named port."""
+    cmd = launch_command(spec, command)
+    policy = restart_policy(spec, default_policy)
+    replicas = {}
+    for role, n in contract.effective_replicas(spec).items():
+        c = container(spec, role, container_name, image, cmd, code_configmap)
+        c["ports"] = [{"name": port[0], "containerPort": port[1]}]
+        template = pod_template(
+            spec,
+            role,
+            [c],
+            code_digest=code_digest,
+            code_configmap=code_configmap,
+            code_paths=code_paths,
+        )
+        replicas[role] = replica_spec(n, policy, template)
+    return replicas

@@ -22,21 +22,17 @@ def build(
     code_configmap: str | None,
     code_paths: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    cmd = common.launch_command(spec, command)
-    policy = common.restart_policy(spec, "OnFailure")
-    replicas = {}
-    for role, n in contract.effective_replicas(spec).items():
-        c = common.container(spec, role, CONTAINER, image, cmd, code_configmap)
-        c["ports"] = [{"name": contract.TORCH_PORT_NAME, "containerPort": contract.TORCH_PORT}]
-        template = common.pod_template(
-            spec,
-            role,
-            [c],
-            code_digest=code_digest,
-            code_configmap=code_configmap,
-            code_paths=code_paths,
-        )
-        replicas[role] = common.replica_spec(n, policy, template)
+    replicas = common.v1_replica_specs(
+        spec,
+        container_name=CONTAINER,
+        port=(contract.TORCH_PORT_NAME, contract.TORCH_PORT),
+        default_policy="OnFailure",
+        image=image,
+        command=command,
+        code_digest=code_digest,
+        code_configmap=code_configmap,
+        code_paths=code_paths,
+    )
     body: dict[str, Any] = {
         # explicit: the operator's default "auto" would make WORLD_SIZE disagree with torchrun
         "nprocPerNode": str(contract.nproc_per_node(spec)),

@@ -21,21 +21,17 @@ def build(
     code_configmap: str | None,
     code_paths: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    cmd = common.launch_command(spec, command)
-    policy = common.restart_policy(spec, "Never")
-    replicas = {}
-    for role, n in contract.effective_replicas(spec).items():
-        c = common.container(spec, role, CONTAINER, image, cmd, code_configmap)
-        c["ports"] = [{"name": contract.TF_PORT_NAME, "containerPort": contract.TF_PORT}]
-        template = common.pod_template(
-            spec,
-            role,
-            [c],
-            code_digest=code_digest,
-            code_configmap=code_configmap,
-            code_paths=code_paths,
-        )
-        replicas[role] = common.replica_spec(n, policy, template)
+    replicas = common.v1_replica_specs(
+        spec,
+        container_name=CONTAINER,
+        port=(contract.TF_PORT_NAME, contract.TF_PORT),
+        default_policy="Never",
+        image=image,
+        command=command,
+        code_digest=code_digest,
+        code_configmap=code_configmap,
+        code_paths=code_paths,
+    )
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "TFJob",

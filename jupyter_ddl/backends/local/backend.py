@@ -37,12 +37,13 @@ from ...strategies import CATALOG
 from ..base import Backend
 from . import gpus
 from .jobdir import SUPERVISOR_PATH_ENV, JobDir, jobs_root, write_json
-from .logs import LogFollower, count_lines, iter_logs
+from .logs import LogEvents, LogFollower, Pacer, count_lines, iter_logs
 from .replica import kill_tree
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
 START_GRACE = 15.0  # a job dir without a supervisor record is still being created
 RESOURCE_EVERY = 2.0
+STATUS_EVERY = 0.25  # seconds between status reads while watching
 
 
 class LocalBackend(Backend):
@@ -273,46 +274,71 @@ def _supervisor_alive(jd: JobDir) -> bool:
 def _watch(
     backend: LocalBackend, jd: JobDir, stop: threading.Event, from_start: bool
 ) -> Iterator[JobEvent]:
-    """The one event stream: status, replica changes, log lines, metrics, resources."""
+    """The one event stream: status, replica changes, log lines, metrics, resources.
+
+    Logs are polled (bounded reads, paced by ``Pacer``); the status file, the
+    supervisor check and the log directory listing cost more than a poll, so they are
+    refreshed every ``STATUS_EVERY`` seconds only, and always before the poll that
+    may end the stream (no line written before the end is lost)."""
     name = jd.name
     follow: dict[str, LogFollower] = {}
     seen_state: JobState | None = None
     seen_replicas: dict[str, tuple] = {}
     sampler = _Sampler()
-    next_sample = 0.0
+    log_event = LogEvents(name)
+    pacer = Pacer()
+    next_sample = next_status = 0.0
+    status = backend._status(jd)
     while not stop.is_set():
-        status = backend._status(jd)
-        for rid, path in jd.log_files().items():
-            if rid not in follow:
-                start = 0 if from_start or seen_state is not None else count_lines(path)
-                follow[rid] = LogFollower(rid, path, start)
-        lines = [line for f in follow.values() for line in f.poll()]
-        for line in lines:
-            yield JobEvent(EventKind.LOG, name, replica=line.replica, log=line)
-            m = parse_metric_line(line.text)
-            if m is not None:
-                yield JobEvent(
-                    EventKind.METRIC, name, replica=line.replica, metrics=m.values, step=m.step
-                )
-        for r in status.replicas:
-            key = (r.state, r.restarts, r.exit_code, r.signal, r.message)
-            if seen_replicas.get(r.id) != key:
-                seen_replicas[r.id] = key
-                yield JobEvent(EventKind.REPLICA, name, replica=r.id, replica_status=r)
+        refreshed = time.monotonic() >= next_status
+        if refreshed:
+            status, next_status = backend._status(jd), time.monotonic() + STATUS_EVERY
+            for rid, path in jd.log_files().items():  # listed after the status read
+                if rid not in follow:
+                    start = 0 if from_start or seen_state is not None else count_lines(path)
+                    follow[rid] = LogFollower(rid, path, start)
+        got, behind = False, False
+        for f in follow.values():
+            lines = f.poll()
+            behind = behind or f.behind
+            got = got or bool(lines)
+            yield from _line_events(name, lines, log_event)
+        if refreshed:
+            yield from _replica_events(name, status, seen_replicas)
         if status.state != seen_state:
             seen_state = status.state
-            if status.state.finished and lines:
+            if status.state.finished and got:
                 seen_state = None  # drain the logs before announcing the end
             else:
                 yield JobEvent(EventKind.STATUS, name, status=status)
-        if status.state.finished and not lines and seen_state == status.state:
+        if status.state.finished and not got and seen_state == status.state:
             return
         if time.monotonic() >= next_sample and not status.state.finished:
             next_sample = time.monotonic() + RESOURCE_EVERY
             for rid, sample in sampler.sample(status.replicas).items():
                 yield JobEvent(EventKind.RESOURCE, name, replica=rid, metrics=sample)
-        if not lines:
-            stop.wait(0.2)
+        delay = pacer.next(got, behind)
+        if delay and not status.state.finished:
+            stop.wait(delay)
+
+
+def _line_events(name: str, lines: list[LogLine], log_event: LogEvents) -> Iterator[JobEvent]:
+    now = time.time()
+    for line in lines:
+        yield log_event(line, now)
+        m = parse_metric_line(line.text)
+        if m is not None:
+            yield JobEvent(
+                EventKind.METRIC, name, replica=line.replica, metrics=m.values, step=m.step
+            )
+
+
+def _replica_events(name: str, status: JobStatus, seen: dict[str, tuple]) -> Iterator[JobEvent]:
+    for r in status.replicas:
+        key = (r.state, r.restarts, r.exit_code, r.signal, r.message)
+        if seen.get(r.id) != key:
+            seen[r.id] = key
+            yield JobEvent(EventKind.REPLICA, name, replica=r.id, replica_status=r)
 
 
 class _Sampler:

@@ -2,6 +2,8 @@
 
 Offsets count lines from 0 within one replica's file. A line is delivered only once
 its newline is on disk, so a reader never sees half a line the supervisor is writing.
+Each poll reads at most ``READ_BUDGET`` bytes per replica: a reader's memory stays
+bounded however far behind it is, and one chatty replica cannot starve the others.
 """
 
 from __future__ import annotations
@@ -11,41 +13,102 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
-from ...models import LogLine
+from ...models import EventKind, JobEvent, LogLine
 from .jobdir import JobDir, parse_log_line
+
+#: bytes one poll reads from one replica's log (a few thousand typical lines)
+READ_BUDGET = 256 * 1024
+#: seconds between polls while lines flow (batches them), and the longest idle wait
+POLL_BUSY = 0.03
+POLL_IDLE = 0.2
+
+
+class LogEvents:
+    """LOG events of one job, built by filling a copy of a template's fields.
+
+    ``JobEvent`` is a frozen dataclass whose generated ``__init__`` sets each of its ten
+    fields through ``object.__setattr__``: at thousands of lines a second that was the
+    biggest cost left in the watch loop. The template carries every default, so a
+    field added to JobEvent later keeps its default here (a test compares the result
+    with the regular constructor). JobEvent must stay a plain dataclass (no slots,
+    no ``__post_init__``)."""
+
+    def __init__(self, job: str) -> None:
+        self._template = dict(vars(JobEvent(EventKind.LOG, job)))
+
+    def __call__(self, line: LogLine, now: float) -> JobEvent:
+        event = object.__new__(JobEvent)
+        values = self._template.copy()
+        values["time"], values["replica"], values["log"] = now, line.replica, line
+        object.__setattr__(event, "__dict__", values)
+        return event
 
 
 class LogFollower:
     """Incremental reader of one replica's log file."""
 
-    def __init__(self, replica: str, path: Path, offset: int = 0) -> None:
+    def __init__(
+        self, replica: str, path: Path, offset: int = 0, *, budget: int = READ_BUDGET
+    ) -> None:
         self.replica = replica
         self.path = path
         self.line = 0  # index of the next line to read
         self._pos = 0  # byte position of that line
         self._skip = offset
+        self.budget = max(1, budget)
+        self.behind = False  # the last poll stopped at its budget: more is waiting
 
     def poll(self) -> list[LogLine]:
-        """Complete lines written since the last call (lines before ``offset`` skipped)."""
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self._pos)
-                chunk = f.read()
-        except OSError:
-            return []
+        """Complete lines written since the last call (lines before ``offset`` skipped),
+        about ``budget`` bytes of them at most; ``behind`` says whether more wait."""
+        chunk = self._read()
         end = chunk.rfind(b"\n")
         if end < 0:
             return []
         self._pos += end + 1
-        out = []
-        for raw in chunk[: end + 1].decode("utf-8", "replace").splitlines():
-            n, self.line = self.line, self.line + 1
-            if n < self._skip:
-                continue
+        # split on "\n" only (not str.splitlines): offsets must count what count_lines
+        # counts, whatever form feeds or U+2028 a line holds.
+        raws = chunk[:end].decode("utf-8", "replace").split("\n")
+        first = self.line
+        self.line += len(raws)
+        if first < self._skip:
+            raws = raws[self._skip - first :]
+            first = self._skip
+        replica, out = self.replica, []
+        for n, raw in enumerate(raws, first):
             t, stream, text = parse_log_line(raw)
-            out.append(LogLine(self.replica, n, text, t, stream))
+            out.append(LogLine(replica, n, text, t, stream))
         return out
+
+    def _read(self) -> bytes:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self._pos)
+                chunk = f.read(self.budget)
+                self.behind = len(chunk) >= self.budget
+                if self.behind and b"\n" not in chunk:
+                    chunk += _rest_of_line(f, self.budget)  # one line longer than the budget
+        except OSError:
+            self.behind = False
+            return b""
+        return chunk
+
+
+def _rest_of_line(f: BinaryIO, size: int) -> bytes:
+    """What follows up to and including the next newline (or all there is)."""
+    parts = []
+    while True:
+        part = f.read(size)
+        if not part:
+            break
+        cut = part.find(b"\n")
+        if cut >= 0:
+            parts.append(part[: cut + 1])
+            break
+        parts.append(part)
+    return b"".join(parts)
 
 
 def followers(
@@ -91,27 +154,51 @@ def iter_logs(
     follow: bool = False,
     stop: threading.Event | None = None,
     finished: Callable[[], bool] = lambda: True,
-    interval: float = 0.2,
+    interval: float = POLL_IDLE,
 ) -> Iterator[LogLine]:
     """Lines of every replica (or one), in file order per replica; with ``follow``
     keep polling until ``finished()`` is true and everything written was read."""
     active = {f.replica: f for f in followers(jobdir, replica, offset, tail)}
+    pause = Pacer(interval)
     while True:
         done = not follow or finished()  # read before draining: no line lost at the end
         if replica is None:  # replicas whose first line appeared meanwhile
             for rid, path in jobdir.log_files().items():
                 active.setdefault(rid, LogFollower(rid, path, offset))
-        got = False
+        got, behind = False, False
         for f in active.values():
             for line in f.poll():
                 got = True
                 yield line
+            behind = behind or f.behind
         if done and not got:
             return
         if stop is not None and stop.is_set():
             return
-        if not got:
+        delay = pause.next(got, behind)
+        if delay and not done:  # the job ended (or no follow): drain without pausing
             if stop is not None:
-                stop.wait(interval)
+                stop.wait(delay)
             else:
-                time.sleep(interval)
+                time.sleep(delay)
+
+
+class Pacer:
+    """How long to wait before the next poll: none while a follower is behind its
+    budget, a short batching pause while lines flow, backing off to ``idle`` when
+    quiet, so a busy job is read promptly and an idle one costs little."""
+
+    def __init__(self, idle: float = POLL_IDLE, busy: float = POLL_BUSY) -> None:
+        self.idle = idle
+        self.busy = min(busy, idle)
+        self.delay = self.busy
+
+    def next(self, got: bool, behind: bool) -> float:
+        if behind:
+            self.delay = self.busy
+            return 0.0
+        if got:
+            self.delay = self.busy
+        else:
+            self.delay = min(self.idle, self.delay * 1.5)
+        return self.delay
