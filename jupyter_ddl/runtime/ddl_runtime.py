@@ -6,9 +6,9 @@ operator (or the local backend, which copies the operator) injects, makes a few
 conveniences available to the cell, runs the cell in ``__main__`` and ends cleanly.
 
 Conveniences never get in the way of code written for the operator: ``strategy`` is
-created only when first touched (so a cell building its own
-``MultiWorkerMirroredStrategy`` is the first to configure collectives), and the torch
-process group is initialised only when the cell does not initialise it itself.
+created lazily, or at startup when it must exist before the first TF op (MWMS, PS),
+never when the cell builds its own; the torch process group is initialised only when
+the cell does not initialise it itself.
 """
 
 from __future__ import annotations
@@ -32,6 +32,13 @@ DIST_BACKEND_ENV = "JUPYTER_DDL_DIST_BACKEND"
 # Calls that mean "the cell sets up torch.distributed itself": dist.init_process_group,
 # ignite's idist.Parallel / idist.initialize, deepspeed.init_distributed / initialize.
 _SELF_INIT_CALLS = {"init_process_group", "Parallel", "initialize", "init_distributed"}
+# TF strategies that configure collectives / the cluster in the eager context: they
+# must exist before the cell's first TF op ("Collective ops must be configured at
+# program startup"), so the shim creates them up front unless the cell builds its own.
+_STARTUP_STRATEGIES = {"tf-multi-worker-mirrored", "tf-parameter-server"}
+_OWN_STRATEGY_CALLS = {
+    "MultiWorkerMirroredStrategy", "ParameterServerStrategy", "CollectiveAllReduceStrategy",
+}  # fmt: skip
 
 
 # -- pure helpers -------------------------------------------------------------------
@@ -83,19 +90,52 @@ def torch_topology(env: dict[str, str]) -> dict[str, Any]:
     return {"role": "worker", "index": rank, "rank": rank, "world_size": world, "local_rank": local}
 
 
-def cell_initialises_itself(source: str) -> bool:
-    """True when the cell calls init_process_group / idist.Parallel / ... itself."""
+def _calls(source: str, names: set[str]) -> bool:
+    """True when the source calls a function or method named one of ``names``."""
     try:
         tree = ast.parse(source)
-    except SyntaxError:
-        return False
+    except SyntaxError:  # the cell fails anyway; a plain text scan is good enough
+        return any(f"{n}(" in source for n in names)
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             f = node.func
             name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
-            if name in _SELF_INIT_CALLS:
+            if name in names:
                 return True
     return False
+
+
+def cell_initialises_itself(source: str) -> bool:
+    """True when the cell calls init_process_group / idist.Parallel / ... itself."""
+    return _calls(source, _SELF_INIT_CALLS)
+
+
+def cell_builds_own_strategy(source: str) -> bool:
+    """True when the cell constructs a MultiWorkerMirrored / ParameterServer strategy."""
+    return _calls(source, _OWN_STRATEGY_CALLS)
+
+
+def cell_reads_name(source: str, name: str) -> bool:
+    """True when the cell reads the global ``name`` (e.g. the shim's ``strategy``)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    return any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+        for n in ast.walk(tree)
+    )
+
+
+def strategy_at_startup(strategy: str, source: str) -> bool:
+    """Must the shim create ``strategy`` before the cell runs? Only for strategies that
+    configure the eager context, when the cell uses the shim's and builds none itself
+    (building a second one would clash with the cell's)."""
+    return (
+        strategy in _STARTUP_STRATEGIES
+        and cell_reads_name(source, "strategy")
+        and not cell_builds_own_strategy(source)
+    )
 
 
 def _number(value: Any) -> Any:
@@ -160,7 +200,7 @@ def _tf_factory(strategy: str) -> Callable[[], Any]:
     return make
 
 
-def setup_tensorflow(strategy: str, env: dict[str, str]) -> dict[str, Any]:
+def setup_tensorflow(strategy: str, env: dict[str, str], source: str = "") -> dict[str, Any]:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     # Keras 3 model.fit fails under MWMS; tf-keras (legacy) works when installed.
     if importlib.util.find_spec("tf_keras") is not None:
@@ -170,11 +210,14 @@ def setup_tensorflow(strategy: str, env: dict[str, str]) -> dict[str, Any]:
         os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
         if topo["role"] in ("ps", "worker"):
             serve_tf_forever()  # never returns
+    lazy = LazyStrategy(_tf_factory(strategy))
+    if strategy_at_startup(strategy, source):
+        lazy.unwrap()  # now, before any TF op of the cell
     return {
         "rank": topo["rank"],
         "world_size": topo["world_size"],
         "local_rank": 0,
-        "strategy": LazyStrategy(_tf_factory(strategy)),
+        "strategy": lazy,
     }
 
 
@@ -194,7 +237,17 @@ def serve_tf_forever() -> None:
     server.join()
 
 
-def setup_torch(env: dict[str, str], source: str) -> dict[str, Any]:
+def setup_deepspeed(cuda: bool) -> None:
+    """DeepSpeed reads the same env as DDP; on CPU it must be told its accelerator.
+    Without deepspeed the job still runs as plain torch.distributed, and says so."""
+    if importlib.util.find_spec("deepspeed") is None:
+        msg = "jupyter-ddl: deepspeed is not installed; running as plain torch.distributed"
+        print(msg + " (`import deepspeed` fails: `!pip install deepspeed`)", file=sys.stderr)
+    elif not cuda:
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")
+
+
+def setup_torch(env: dict[str, str], source: str, strategy: str = "") -> dict[str, Any]:
     import torch
     import torch.distributed as dist
 
@@ -204,6 +257,8 @@ def setup_torch(env: dict[str, str], source: str) -> dict[str, Any]:
         os.environ["LOCAL_RANK"] = env["LOCAL_RANK"] = "0"
     topo = torch_topology(env)
     cuda = torch.cuda.is_available()
+    if strategy == "deepspeed":
+        setup_deepspeed(cuda)
     backend = env.get(DIST_BACKEND_ENV) or ("nccl" if cuda else "gloo")
     device = torch.device(f"cuda:{topo['local_rank']}" if cuda else "cpu")
     if cuda:
@@ -297,9 +352,9 @@ def conveniences(strategy: str, env: dict[str, str], source: str) -> dict[str, A
     """The names put into the cell's globals for this replica."""
     kind = framework_of(strategy, env)
     if kind == "tensorflow":
-        names = setup_tensorflow(strategy, env)
+        names = setup_tensorflow(strategy, env, source)
     elif kind == "pytorch":
-        names = setup_torch(env, source)
+        names = setup_torch(env, source, strategy)
     elif kind == "mpi":
         names = setup_mpi(env)
     else:  # no strategy named, no cluster env: one process; `strategy` if it is touched

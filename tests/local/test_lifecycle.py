@@ -100,6 +100,21 @@ def test_backoff_limit_ends_restarts(backend):
     assert lines(backend, name, "worker-0").count("trying") == 3
 
 
+def test_default_backoff_limit_ends_a_crash_loop(backend):
+    # No backoff_limit given: JobSpec's default (3) must stop OnFailure restarts.
+    code = "print('step 0', flush=True)\nraise RuntimeError('boom at step 0')\n"
+    name = submit(
+        backend, code, "tf-mirrored", {"Worker": 1}, restart_policy=RestartPolicy.ON_FAILURE
+    )
+    status = wait(backend, name, timeout=60)
+    assert status.state == JobState.FAILED
+    msg = status.message
+    assert "backoff limit (3)" in msg and "worker-0" in msg and "exit code 1" in msg, msg
+    assert "RuntimeError: boom at step 0" in msg, msg  # its last lines
+    assert status.replicas[0].restarts == 3 and status.replicas[0].exit_code == 1
+    assert lines(backend, name, "worker-0").count("step 0") == 4
+
+
 def test_active_deadline_fails_the_job(backend):
     name = submit(
         backend,

@@ -234,6 +234,32 @@ def test_lazy_strategy_creates_once_and_only_when_touched():
     assert lazy.num_replicas_in_sync == 2 and made == [1]
 
 
+def test_startup_strategy_only_when_the_cell_uses_ours_and_builds_none():
+    repro = "import tensorflow as tf\ntf.constant(1.)\nstrategy.num_replicas_in_sync"
+    own = "import tensorflow as tf\nstrategy = tf.distribute.MultiWorkerMirroredStrategy()\n"
+    own_ps = "s = tf.distribute.ParameterServerStrategy(r)\nwith strategy.scope(): pass"
+    at_startup = ddl_runtime.strategy_at_startup
+    assert at_startup("tf-multi-worker-mirrored", repro)
+    assert at_startup("tf-parameter-server", "with strategy.scope(): pass")
+    assert not at_startup("tf-multi-worker-mirrored", own + "strategy.scope()")
+    assert not at_startup("tf-parameter-server", own_ps)
+    assert not at_startup("tf-multi-worker-mirrored", "import tensorflow as tf\nprint(1)")
+    assert not at_startup("tf-mirrored", repro)  # MirroredStrategy may come later
+    # a cell that does not parse falls back to a text scan for the constructor
+    assert ddl_runtime.cell_builds_own_strategy("x = MultiWorkerMirroredStrategy( oops")
+
+
+def test_plan_elastic_names_one_rendezvous_host():
+    spec = JobSpec(name="e", strategy="torch-elastic", replicas={"Worker": 3})
+    eps = contract.local_endpoints(spec, [11, 12, 13])
+    out = launch.plan(
+        spec, python="py", entry="main.py", hostfile="h", endpoints=eps, gpus={}, environ={}
+    )
+    assert [x.env["PET_RDZV_CONF"] for x in out] == ["is_host=true"] + ["is_host=false"] * 2
+    assert {x.env["PET_RDZV_ENDPOINT"] for x in out} == {"127.0.0.1:11"}
+    assert all(x.argv == ["py", "-m", "torch.distributed.run", "main.py"] for x in out)
+
+
 def test_requirements_cache_key():
     assert cache_key(["b", "a"], sys.executable) == cache_key(["a", "b"], sys.executable)
     assert cache_key(["a"], sys.executable) != cache_key(["a"], "/other/python")

@@ -107,3 +107,27 @@ def test_parameter_server_chief_worker_ps(backend):
     assert any("ps 0 serving" in t for t in lines(backend, name, "ps-0"))
     states = {r.id: r.state.value for r in status.replicas}
     assert states == {"chief-0": "Succeeded", "worker-0": "Terminated", "ps-0": "Terminated"}
+
+
+# Issue 3 repro: a TF op runs before the cell first touches the shim's `strategy`.
+# MWMS must configure collectives before the eager context starts, so the shim
+# creates it at startup; lazily it failed with "Collective ops must be configured
+# at program startup".
+TF_OP_FIRST = """
+import tensorflow as tf
+tf.constant(1.)
+n = strategy.num_replicas_in_sync
+total = strategy.reduce("SUM", strategy.run(lambda: tf.constant(float(rank + 1))), axis=None)
+print(f"SYNC rank={rank} n={n} sum={float(total)}")
+"""
+
+
+def test_multi_worker_mirrored_after_a_tf_op(backend):
+    require.module("tensorflow")
+    name = submit(backend, TF_OP_FIRST, "tf-multi-worker-mirrored", {"Worker": 2})
+    status = wait(backend, name, timeout=240)
+    assert status.state.value == "Succeeded", status.message
+    got = sorted(
+        t for rid in ("worker-0", "worker-1") for t in lines(backend, name, rid) if "SYNC" in t
+    )
+    assert got == ["SYNC rank=0 n=2 sum=3.0", "SYNC rank=1 n=2 sum=3.0"], got

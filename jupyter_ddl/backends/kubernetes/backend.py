@@ -215,8 +215,8 @@ class KubernetesBackend(Backend):
             cs = ((pod.get("status") or {}).get("containerStatuses") or [{}])[0]
             pname, cname = pod["metadata"]["name"], cs.get("name")
             if (cs.get("lastState") or {}).get("terminated"):
-                lines += read_container(self.conn, pname, cname, previous=True)
-            lines += read_container(self.conn, pname, cname)
+                lines += [x for x in read_container(self.conn, pname, cname, previous=True) if x]
+            lines += [x for x in read_container(self.conn, pname, cname) if x]
             mine = [LogLine(rid, i, text, stamp) for i, (stamp, text) in enumerate(lines)]
             start = max(offset, len(mine) - tail) if tail is not None else offset
             out += mine[start:]

@@ -195,20 +195,18 @@ class JobWatcher:
         cs = ((p.get("status") or {}).get("containerStatuses") or [{}])[0]
         return cs.get("containerID") if "running" in (cs.get("state") or {}) else None
 
-    def _emit_line(self, rid: str, stamp: float | None, text: str) -> bool:
-        return self._put(("line", (rid, stamp, text)))
-
     def _follow(self, pod: str, cname: str, cid: str, rid: str) -> None:
-        follow_container(self.conn, pod, cname, lambda s, t: self._emit_line(rid, s, t),
+        follow_container(self.conn, pod, cname, lambda batch: self._put(("lines", (rid, batch))),
                          still_running=lambda: self._current_cid(pod) == cid, stop=self._halt)  # fmt: skip
         self._put(("follower-done", cid))
 
     def _previous(self, pod: str, cname: str, rid: str) -> None:
         from .logs import read_container
 
-        for stamp, text in read_container(self.conn, pod, cname, previous=True, stop=self._halt):
-            if not self._emit_line(rid, stamp, text):
-                break
+        lines = [
+            x for x in read_container(self.conn, pod, cname, previous=True, stop=self._halt) if x
+        ]
+        self._put(("lines", (rid, lines)))
         self._put(("follower-done", None))
 
     # -- consumer --------------------------------------------------------------------
@@ -253,8 +251,10 @@ class JobWatcher:
                     if key:
                         self.pod_ids[pname] = f"{key[0].lower()}-{key[1]}"
                     self._ensure_followers(pod)
-            elif tag == "line":
-                yield from self._line(*item)
+            elif tag == "lines":
+                rid, batch = item
+                for stamp, text in batch:
+                    yield from self._line(rid, stamp, text)
             elif tag == "event":
                 ev = item[1]
                 involved = (ev.get("involvedObject") or {}).get("name", "")
@@ -288,7 +288,7 @@ class JobWatcher:
                     )
             # Folding the status costs a pass over every pod: do it when the job or a
             # pod changed, and on idle ticks, not for each of thousands of log lines.
-            if tag in ("line", "usage", "follower-done") and time.monotonic() - folded < 0.25:
+            if tag in ("lines", "usage", "follower-done") and time.monotonic() - folded < 0.25:
                 continue
             folded = time.monotonic()
             st = self._status()

@@ -109,7 +109,8 @@ def plan(
             JUPYTER_DDL_REPLICA=rid,
         )
         env[STRATEGY_ENV] = spec.strategy
-        if get_strategy(spec.strategy).elastic and "PET_RDZV_CONF" not in spec.env:
+        elastic = kind == "PyTorchJob" and get_strategy(spec.strategy).elastic
+        if elastic and "PET_RDZV_CONF" not in spec.env:
             # Every agent's rendezvous endpoint is 127.0.0.1, so each would think it is
             # the host and try to bind the store's port: name the one host (worker-0).
             env["PET_RDZV_CONF"] = f"is_host={'true' if rid == 'worker-0' else 'false'}"

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ...models import EventKind, JobEvent, LogLine
-from .jobdir import JobDir, parse_log_line
+from .jobdir import JobDir, parse_log_line, parse_log_lines
 
 #: bytes one poll reads from one replica's log (a few thousand typical lines)
 READ_BUDGET = 256 * 1024
@@ -76,11 +76,11 @@ class LogFollower:
         if first < self._skip:
             raws = raws[self._skip - first :]
             first = self._skip
-        replica, out = self.replica, []
-        for n, raw in enumerate(raws, first):
-            t, stream, text = parse_log_line(raw)
-            out.append(LogLine(replica, n, text, t, stream))
-        return out
+        replica = self.replica
+        return [
+            LogLine(replica, n, text, t, stream)
+            for n, (t, stream, text) in enumerate(parse_log_lines(raws), first)
+        ]
 
     def _read(self) -> bytes:
         try:

@@ -197,10 +197,11 @@ class Supervisor:
             r.note(f"{r.rid} ended with {how}; restartPolicy {r.policy.value}: not restarted")
             return
         total = sum(x.restarts for x in self.replicas)
-        if policy.backoff_exceeded(total, self.spec.backoff_limit):
+        limit = self.spec.effective_backoff_limit  # a default, so a crash loop ends
+        if policy.backoff_exceeded(total, limit):
             r.state = ReplicaState.FAILED
-            self.status.message = f"{self.kind} {self.spec.name} has failed because it has reached the specified backoff limit ({self.spec.backoff_limit})"
-            r.note(f"{r.rid} ended with {how}; backoff limit {self.spec.backoff_limit} reached")
+            self.status.message = f"{self.kind} {self.spec.name} has failed because it has reached the specified backoff limit ({limit})"
+            r.note(f"{r.rid} ended with {how}; backoff limit {limit} reached")
             return
         r.state = ReplicaState.RESTARTING
         r.restart_at = time.time() + policy.backoff_delay(r.restarts)

@@ -154,8 +154,8 @@ def stream_log(h: Handler, cid: str, follow: bool, q: dict[str, str]) -> None:
         return (_stamp(t) + b" " if stamps else b"") + text.encode() + b"\n"
 
     h._start_stream("text/plain")
-    for t, text in lines:
-        h._chunk(fmt(t, text))
+    if lines:  # what is there already goes out in one chunk, as a file read would
+        h._chunk(b"".join(fmt(t, text) for t, text in lines))
     while follow and not store.closed:
         with store.cond:
             buf = store.logs.get(cid)
@@ -164,8 +164,8 @@ def stream_log(h: Handler, cid: str, follow: bool, q: dict[str, str]) -> None:
             if not new and not done:
                 store.cond.wait(0.5)
                 continue
-        for t, text in new:
-            h._chunk(fmt(t, text))
+        if new:
+            h._chunk(b"".join(fmt(t, text) for t, text in new))
         sent += len(new)
         if done and not new:
             break
