@@ -125,8 +125,12 @@ def _time_torchrun(script: Path) -> float:
     return _first_lines([proc], start, WORLD)
 
 
-def run(repeats: int = 5) -> list[Row]:
-    """Median seconds to every replica's first line: ours vs by hand vs torchrun."""
+def run(repeats: int = 5, budget_s: float | None = None) -> list[Row]:
+    """Median seconds to every replica's first line: ours vs by hand vs torchrun.
+
+    With ``budget_s``, stops repeating once another round would not fit (at least one
+    round always runs, so every row keeps a baseline from the same run)."""
+    t0 = time.monotonic()
     ours: list[float] = []
     hand: list[float] = []
     trun: list[float] = []
@@ -134,6 +138,9 @@ def run(repeats: int = 5) -> list[Row]:
         script = Path(tmp) / "ready.py"
         script.write_text(BY_HAND)
         for i in range(repeats):
+            spent = time.monotonic() - t0
+            if budget_s is not None and i and spent / i * (i + 1) > 0.9 * budget_s:
+                break
             steps = [
                 lambda: ours.append(_time_ours(Path(tmp) / "jobs")),
                 lambda: hand.append(_time_by_hand(script)),

@@ -9,8 +9,21 @@ from datetime import datetime, timezone
 
 import pytest
 
-from jupyter_ddl.backends.local.jobdir import format_log_line, parse_log_line, parse_stamp
-from jupyter_ddl.backends.local.logs import LogEvents, LogFollower, Pacer, count_lines
+from jupyter_ddl.backends.local.jobdir import (
+    JobDir,
+    format_log_line,
+    parse_log_line,
+    parse_log_lines,
+    parse_stamp,
+)
+from jupyter_ddl.backends.local.logs import (
+    READ_BUDGET,
+    LogEvents,
+    LogFollower,
+    Pacer,
+    count_lines,
+    iter_logs,
+)
 from jupyter_ddl.metrics import _CANDIDATE, KNOWN, parse_metric_line
 from jupyter_ddl.models import EventKind, JobEvent, JobState, LogLine
 
@@ -52,6 +65,23 @@ def test_cached_stamps_match_datetime_exactly():
 def test_malformed_stamps_are_not_times(stamp):
     assert parse_stamp(stamp) is None
     assert parse_log_line(f"{stamp} stdout hi") == (None, "stdout", f"{stamp} stdout hi")
+
+
+def test_batch_parse_equals_line_by_line():
+    rng = random.Random(4)
+    raws, t = [], 1795300000.0
+    for _ in range(5000):
+        t += rng.choice([0.0001, 0.01, 0.4, 1.7])
+        line = format_log_line(t, rng.choice(["stdout", "stderr"]), rng.choice(["", "a  b", "é"]))
+        kind = rng.random()
+        if kind < 0.1:
+            line = "foreign line"
+        elif kind < 0.2:
+            line = line[:22] + "+1" + line[24:]  # not a stamp: int() would take "+1"
+        elif kind < 0.3:
+            line = line.rstrip("\n").rstrip(" ")  # stamp and stream, no text
+        raws.append(line.rstrip("\n"))
+    assert parse_log_lines(raws) == [parse_log_line(r) for r in raws]
 
 
 def test_short_fraction_takes_the_slow_path():
@@ -118,6 +148,28 @@ def test_form_feeds_and_line_separators_do_not_shift_offsets(tmp_path):
     got = LogFollower("w", path).poll()
     assert [x.text for x in got] == texts
     assert len(got) == count_lines(path)
+
+
+def test_iter_logs_reads_past_many_budgets(tmp_path):
+    jd = JobDir(tmp_path / "job")
+    jd.logs_dir.mkdir(parents=True)
+    texts = [f"line {i} " + "z" * 60 for i in range(4 * READ_BUDGET // 80)]
+    _write_log(jd.log_path("worker-0"), texts)
+    _write_log(jd.log_path("worker-1"), texts[:3])
+    got = list(iter_logs(jd))
+    assert [x.text for x in got if x.replica == "worker-0"] == texts
+    assert [x.text for x in got if x.replica == "worker-1"] == texts[:3]
+    followed = list(iter_logs(jd, replica="worker-0", offset=10, follow=True))
+    assert [x.offset for x in followed] == list(range(10, len(texts)))
+    # an offset past the first budget: that poll yields nothing, yet reading goes on
+    late = len(texts) - 5
+    assert [x.offset for x in iter_logs(jd, replica="worker-0", offset=late)] == list(
+        range(late, len(texts))
+    )
+    assert [x.offset for x in iter_logs(jd, replica="worker-0", tail=2)] == [
+        len(texts) - 2,
+        len(texts) - 1,
+    ]
 
 
 def test_log_events_equal_regular_job_events():

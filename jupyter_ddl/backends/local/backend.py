@@ -307,11 +307,11 @@ def _watch(
             yield from _replica_events(name, status, seen_replicas)
         if status.state != seen_state:
             seen_state = status.state
-            if status.state.finished and got:
+            if status.state.finished and (got or behind):
                 seen_state = None  # drain the logs before announcing the end
             else:
                 yield JobEvent(EventKind.STATUS, name, status=status)
-        if status.state.finished and not got and seen_state == status.state:
+        if status.state.finished and not (got or behind) and seen_state == status.state:
             return
         if time.monotonic() >= next_sample and not status.state.finished:
             next_sample = time.monotonic() + RESOURCE_EVERY

@@ -68,6 +68,11 @@ class LogFollower:
         if end < 0:
             return []
         self._pos += end + 1
+        if self.line < self._skip:  # lines before the offset: count them, decode none
+            count = chunk.count(b"\n", 0, end + 1)
+            if self.line + count <= self._skip:
+                self.line += count
+                return []
         # split on "\n" only (not str.splitlines): offsets must count what count_lines
         # counts, whatever form feeds or U+2028 a line holds.
         raws = chunk[:end].decode("utf-8", "replace").split("\n")
@@ -171,7 +176,7 @@ def iter_logs(
                 got = True
                 yield line
             behind = behind or f.behind
-        if done and not got:
+        if done and not got and not behind:  # (a poll may skip a budget's worth)
             return
         if stop is not None and stop.is_set():
             return
