@@ -54,11 +54,19 @@ while rank == "0" and len(os.listdir(os.environ["MARKS"])) < int(os.environ["WOR
 """
 
 
+def _say(msg: str) -> None:
+    """Progress on stderr (the runner keeps it in the module's log)."""
+    print(f"[k8s_logs {time.monotonic() - _T0:5.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
 def _spec(rate: int, seconds: float, marks: Path) -> Any:
     from jupyter_ddl.manifests import CODE_DIR
-    from jupyter_ddl.models import JobSpec
+    from jupyter_ddl.models import CleanPodPolicy, JobSpec
 
+    # cleanPodPolicy None: pods stay after the master ends, so a one-at-a-time
+    # follower can still read the later pods (with Running it would lose them)
     return JobSpec(
+        clean_pod_policy=CleanPodPolicy.NONE,
         name=f"bench-{uuid.uuid4().hex[:6]}",
         strategy="torch-ddp",
         replicas={"Master": 1, "Worker": PODS - 1},
@@ -126,9 +134,14 @@ def baseline(conn: Any, name: str) -> list[tuple[str, int, float, float]]:
             ):
                 break
             time.sleep(0.05)
-        resp = core.read_namespaced_pod_log(
-            pod, conn.namespace, follow=True, _preload_content=False
-        )
+        try:
+            resp = core.read_namespaced_pod_log(
+                pod, conn.namespace, follow=True, _preload_content=False
+            )
+        except ApiException as e:
+            if e.status == 404:
+                continue  # the pod is gone: its lines count as lost
+            raise
         pending = b""
         for chunk in resp.stream(4096):
             now = time.time()
@@ -225,6 +238,7 @@ def run(
 
     repeats = 1 if quick else max(1, min(repeats, 3))
     samples: dict[tuple[int, str], list[dict[str, float]]] = {}
+    _say("starting the API double")
     with (
         tempfile.TemporaryDirectory(prefix="k8s-bench-") as tmp,
         serve_double(Path(tmp) / "kc") as kc,
@@ -243,6 +257,7 @@ def run(
                     marks = root / f"marks-{r}-{rate}-{who}"
                     marks.mkdir()
                     spec = _spec(rate, seconds, marks)
+                    _say(f"repeat {r}, {rate} lines/s, {who}")
                     backend.submit(spec, build_bundle(CELL))
                     got = (
                         ours(backend, spec.name)
@@ -254,6 +269,7 @@ def run(
                     )
                     backend.delete(spec.name)
                 done += 1
+        _say("submit latency")
         n_sub = 2 if quick else 5
         sub_cm = submit_latency(backend, n_sub, None)
         reg = _registry(root)

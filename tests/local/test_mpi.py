@@ -52,3 +52,27 @@ def test_mpi_allreduce_through_mpirun(backend):
         "launcher-0": "Succeeded", "worker-0": "Succeeded", "worker-1": "Succeeded"
     }  # fmt: skip
     assert (backend.job_dir(name) / "hostfile").read_text() == "localhost slots=2\n"
+
+
+SPLIT_WRITES = """
+import os, sys, time
+# one line in two write() calls, far apart: mpirun tags each chunk it reads
+os.write(1, f"raw piece one from {rank} ".encode())
+time.sleep(0.3)
+os.write(1, f"and piece two from {rank}\\n".encode())
+print(f"long {rank} " + "x" * 9000, flush=True)  # longer than one pipe read
+print(f"done {rank}", flush=True)
+"""
+
+
+def test_mpirun_chunk_tags_are_reassembled_into_each_ranks_lines(backend):
+    require.executable("mpirun")
+    name = submit(backend, SPLIT_WRITES, "horovod", {"Launcher": 1, "Worker": 2})
+    status = wait(backend, name, timeout=120)
+    assert status.state.value == "Succeeded", status.message
+    for rank in (0, 1):
+        got = lines(backend, name, f"worker-{rank}")
+        assert f"raw piece one from {rank} and piece two from {rank}" in got
+        assert f"long {rank} " + "x" * 9000 in got
+        assert f"done {rank}" in got
+        assert not any("<stdout>:" in t for t in got)

@@ -4,7 +4,6 @@ and stderr into the timestamped log file, and stop its whole process tree."""
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import threading
@@ -19,9 +18,8 @@ import psutil
 from ...models import ReplicaState, RestartPolicy
 from .jobdir import format_log_line
 from .launch import Launch
+from .mpi_output import MpiDemux
 
-# Open MPI's --tag-output prefix: "[1,3]<stdout>:text" is rank 3's stdout.
-_MPI_TAG = re.compile(r"^\[\d+,(\d+)\]<(stdout|stderr)>:(.*)$")
 LAST_LINES = 20
 
 
@@ -63,20 +61,36 @@ class Replica:
         """A line from jupyter-ddl itself (restarts, stops), stream ``ddl``."""
         self.write("ddl", text)
 
-    def _route(self, stream: str, text: str) -> None:
-        m = _MPI_TAG.match(text) if self.mpi_ranks else None
-        if m and int(m.group(1)) in self.mpi_ranks:
-            self.mpi_ranks[int(m.group(1))].write(m.group(2), m.group(3))
-        else:
+    def _route(self, stream: str, text: str, demux: MpiDemux | None) -> None:
+        if demux is None:
             self.write(stream, text)
+            return
+        own, lines = demux.feed(text)
+        if own or not lines:
+            self.write(stream, own)  # mpirun's own words stay in the launcher's log
+        for rank, rank_stream, rank_text in lines:
+            self._to_rank(rank, rank_stream, rank_text, stream)
+
+    def _to_rank(self, rank: int, stream: str, text: str, fallback: str) -> None:
+        target = self.mpi_ranks.get(rank)
+        if target is None:
+            self.write(fallback, f"[rank {rank}] {text}")
+        else:
+            for part in _redraws(text):
+                target.write(stream, part)
 
     def _pump(self, pipe: IO[bytes], stream: str) -> None:
+        demux = MpiDemux() if self.mpi_ranks else None  # one per pipe: tags are per pipe
         for raw in iter(pipe.readline, b""):
             text = raw.decode("utf-8", "replace").rstrip("\n")
-            # progress bars redraw with \r: keep each drawn state as its own line
-            parts = [p for p in text.split("\r") if p] if "\r" in text else [text]
-            for part in parts:
-                self._route(stream, part)
+            if demux is not None:
+                self._route(stream, text, demux)
+                continue
+            for part in _redraws(text):
+                self._route(stream, part, None)
+        if demux is not None:
+            for rank, rank_stream, rank_text in demux.flush():
+                self._to_rank(rank, rank_stream, rank_text, stream)
         pipe.close()
 
     # -- process -------------------------------------------------------------------
@@ -192,3 +206,8 @@ def mpi_rank_pids(launcher_pid: int) -> dict[int, int]:
         if rank is not None and rank.isdigit():
             out.setdefault(int(rank), child.pid)
     return out
+
+
+def _redraws(text: str) -> list[str]:
+    """Progress bars redraw with \\r: keep each drawn state as its own line."""
+    return [p for p in text.split("\r") if p] if "\r" in text else [text]
