@@ -2,6 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+# jp_fetch / jp_serverapp for tests/server (plugins may only be named at the top level)
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
 
 @pytest.fixture
 def data_dir(tmp_path, monkeypatch):

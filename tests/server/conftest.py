@@ -4,8 +4,6 @@ import json
 
 import pytest
 
-pytest_plugins = ["pytest_jupyter.jupyter_server"]
-
 
 @pytest.fixture
 def jp_server_config(data_dir):
