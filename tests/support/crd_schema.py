@@ -51,10 +51,15 @@ _NO_CHECK = {"description", "default", "format", "example"}
 
 
 def crd_dir() -> Path:
+    """The operators' CRD schemas; a missing folder is an error, never an empty catalog."""
     env = os.environ.get("JUPYTER_DDL_CRD_DIR")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2].parent / "shared" / "crds"
+    path = Path(env) if env else Path(__file__).resolve().parents[2].parent / "shared" / "crds"
+    if not any(path.glob("*.yaml")):
+        raise FileNotFoundError(
+            f"no CRD schemas in {path}: check out shared/ beside the repository "
+            "or point JUPYTER_DDL_CRD_DIR at a folder of CRD YAML files"
+        )
+    return path
 
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ~100x faster on 600 kB CRDs
