@@ -84,9 +84,12 @@ def _first_lines(procs: list[subprocess.Popen[str]], start: float, expect: int) 
     def pump(p: subprocess.Popen[str]) -> None:
         assert p.stdout is not None
         for line in p.stdout:
-            if line.strip() == READY:
+            # torchrun's ranks share one pipe, and unbuffered print() writes the text and
+            # its newline separately: two ranks can land on one line ("DDL_READYDDL_READY").
+            n = line.count(READY)
+            if n:
                 with lock:
-                    times.append(time.perf_counter())
+                    times.extend([time.perf_counter()] * n)
 
     threads = [threading.Thread(target=pump, args=(p,), daemon=True) for p in procs]
     for t in threads:
@@ -96,20 +99,14 @@ def _first_lines(procs: list[subprocess.Popen[str]], start: float, expect: int) 
     for t in threads:
         t.join(timeout=5)
     if len(times) < expect:
-        raise RuntimeError(f"only {len(times)} of {expect} processes printed {READY}")
+        codes = [p.returncode for p in procs]
+        raise RuntimeError(
+            f"only {len(times)} of {expect} processes printed {READY} (exit codes {codes})"
+        )
     return max(times) - start
 
 
 def _time_by_hand(script: Path) -> float:
-    """By-hand launch; one retry with a fresh port (the free port can be taken between
-    choosing it and the master binding it, which fails the pair at once)."""
-    try:
-        return _by_hand_once(script)
-    except RuntimeError:
-        return _by_hand_once(script)
-
-
-def _by_hand_once(script: Path) -> float:
     port = str(_free_port())
     start = time.perf_counter()
     procs = []
