@@ -15,12 +15,16 @@ from typing import TYPE_CHECKING
 from .backends import Backend, backend_class, backend_names
 from .config import Config, load_config
 from .errors import BackendUnavailable, DDLError, JobNotFound
+from .metrics import METRIC_MARKER, parse_metric_line
 from .models import CodeBundle, JobEvent, JobHandle, JobSpec, JobStatus, LogLine
 from .validation import validate
 
 if TYPE_CHECKING:
     from .image import BuiltImage
 
+
+#: (replica, values) for each ``report(**metrics)`` line, in log order
+Reports = list[tuple[str, dict[str, float]]]
 
 #: seconds an unavailable backend is left out of lists and searches
 UNAVAILABLE_RETRY_S = 30.0
@@ -153,6 +157,17 @@ class JobManager:
         return self.find(name, backend).logs(
             name, replica=replica, offset=offset, tail=tail, follow=follow, stop=stop
         )
+
+    def reports(self, name: str, backend: str | None = None) -> Reports:
+        """Every ``report(**metrics)`` the job's replicas printed, as (replica, values) in
+        log order (the step, when given, is left out of the values)."""
+        out: Reports = []
+        for line in self.logs(name, backend=backend):
+            if METRIC_MARKER in line.text:
+                metric = parse_metric_line(line.text)
+                if metric is not None:
+                    out.append((line.replica, metric.values))
+        return out
 
     def cancel(self, name: str, backend: str | None = None) -> JobStatus:
         return self.find(name, backend).cancel(name)

@@ -54,14 +54,10 @@ print(f"replica {rank} of {world_size}: final loss {loss.item():.4f}, weights ch
 
 # %%
 from jupyter_ddl.manager import default_manager
-from jupyter_ddl.metrics import METRIC_MARKER, parse_metric_line
 
 jobs = default_manager()  # the API behind %%distribute and %ddl
-job = jobs.list(backend=jobs.config.backend)[0]  # newest first: the job above
-final = {}  # each replica's last report(...), read back from its log
-for line in jobs.logs(job.name, backend=job.backend):
-    if METRIC_MARKER in line.text:
-        final[line.replica] = parse_metric_line(line.text).values
+job = jobs.get(_ddl_job)  # `_ddl_job` names the job the cell above started
+final = dict(jobs.reports(job.name))  # each replica's last report(...), from its log
 print(f"job {job.name}: {job.state.value}")
 for replica, values in sorted(final.items()):
     print(f"  {replica}: loss {values['loss']:.4f}, checksum {values['checksum']:.6f}")

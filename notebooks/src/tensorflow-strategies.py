@@ -56,22 +56,23 @@ def train(strategy, epochs=4, steps=25):
 
 # %%
 from jupyter_ddl.manager import default_manager
-from jupyter_ddl.metrics import METRIC_MARKER, parse_metric_line
 
 jobs = default_manager()  # the one API behind %%distribute and %ddl
 
 
 def results():
-    """State of the newest job (the one the cell above ran) and each replica's
-    last report(...) values, read back from the replicas' logs."""
-    job = jobs.list(backend=jobs.config.backend)[0]  # newest first
-    reports, per_replica = [], {}
-    for line in jobs.logs(job.name, backend=job.backend):
-        if METRIC_MARKER in line.text:
-            values = parse_metric_line(line.text).values
-            reports.append({"replica": line.replica, **values})
-            per_replica.setdefault(line.replica, {}).update(values)
-    return {"job": job.name, "state": job.state.value, "replicas": per_replica, "reports": reports}
+    """State of the job the cell above ran (`_ddl_job`) and each replica's last
+    report(...) values, read back from the replicas' logs."""
+    reported = jobs.reports(_ddl_job)
+    per_replica = {}
+    for replica, values in reported:
+        per_replica.setdefault(replica, {}).update(values)
+    return {
+        "job": _ddl_job,
+        "state": jobs.get(_ddl_job).state.value,
+        "replicas": per_replica,
+        "reports": [{"replica": replica, **values} for replica, values in reported],
+    }
 
 # %% [markdown]
 # ## 1. MirroredStrategy: one process

@@ -273,3 +273,18 @@ def test_ddl_commands_default_to_the_last_job_of_this_kernel(shell, magics, fake
     _play(fake, "last1")
     shell.run_line_magic("ddl", "wait")
     assert "last1" in capsys.readouterr().out
+
+
+def test_reports_reads_report_lines_back_per_replica(manager, fake):
+    from jupyter_ddl.bundle import build_bundle
+    from jupyter_ddl.metrics import METRIC_MARKER
+    from jupyter_ddl.models import JobSpec
+
+    manager.submit(JobSpec("rep1", "torch-ddp", {"Master": 1, "Worker": 1}), build_bundle("x=1"))
+    fake.log("rep1", "master-0", f'{METRIC_MARKER} {{"step": 1, "loss": 0.5}}')
+    fake.log("rep1", "worker-0", "step 1 loss=0.7")  # a metric, but not a report() line
+    fake.log("rep1", "worker-0", f'{METRIC_MARKER} {{"loss": 0.4, "checksum": 2.0}}')
+    assert manager.reports("rep1") == [
+        ("master-0", {"loss": 0.5}),
+        ("worker-0", {"loss": 0.4, "checksum": 2.0}),
+    ]
