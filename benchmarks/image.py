@@ -1,4 +1,4 @@
-"""Image builder benchmark (issue 9): appending code to a 250 MB base image.
+"""Image builder benchmark: appending code to a 250 MB base image.
 
 Scenarios, each measured in a child process (wall time of the ``build_and_push``
 call, peak RSS of the process as its ``VmHWM``) against real ``docker-registry``

@@ -1,4 +1,4 @@
-"""Kubernetes log streaming and submit latency (issue 9), against the API double.
+"""Kubernetes log streaming and submit latency, against the API double.
 
 The real ``kubernetes`` client talks HTTP to the API double (tests/k8s/apidouble),
 whose kubelet runs every pod as a local process. Each repeat runs two identical
@@ -230,7 +230,7 @@ def run(
     rates: tuple[int, ...] = (500, 2000),
     seconds: float = 1.5,
 ) -> list[Row]:
-    """Log rows per writing rate (issue 9 asks 2,000 lines/s per pod), then submit rows."""
+    """Log rows per writing rate (up to 2,000 lines/s per pod), then submit rows."""
     sys.path.insert(0, str(ROOT))
     from jupyter_ddl.backends.kubernetes import KubernetesBackend
     from jupyter_ddl.bundle import build_bundle

@@ -29,7 +29,7 @@ from benchmarks.table import Row, render_text, summarize
 
 AREA = "local launch"
 WORLD = 2
-TARGET = 1.2  # issue 9: at most 1.2x the processes started by hand
+TARGET = 1.2  # at most 1.2x the processes started by hand
 READY = "DDL_READY"
 
 # The shim has initialised the group before the cell runs (torch-ddp).

@@ -1,4 +1,4 @@
-"""Benchmark: local log streaming into the notebook dashboard (issue 9's row).
+"""Benchmark: local log streaming into the notebook dashboard (its table rows).
 
 A local job of ``replicas`` replicas each prints ``rate`` lines per second for
 ``seconds`` seconds; every line carries its write time. Two readers follow the same job
@@ -334,7 +334,7 @@ def rows(figures: dict[str, Any], replicas: int, rate: int) -> list[Row]:
 
 
 def run(replicas: int = 8, rate: int = 2000, seconds: float = 10.0) -> list[Row]:
-    """Issue 9's row: one run of ``replicas`` × ``rate`` lines/s for ``seconds``."""
+    """One row's run: of ``replicas`` × ``rate`` lines/s for ``seconds``."""
     return rows(measure(replicas, rate, seconds), replicas, rate)
 
 

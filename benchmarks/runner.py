@@ -36,7 +36,7 @@ from benchmarks.table import Row
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "benchmarks"
 NOT_BENCHMARKS = {"table", "runner", "__main__"}
-# Table order follows issue 9; modules not named here come after, alphabetically.
+# Table order is fixed; modules not named here come after, alphabetically.
 ORDER = ("image", "local_launch", "log_streaming", "k8s_logs", "training_overhead")
 AREAS = {
     "image": "image",

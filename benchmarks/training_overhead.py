@@ -85,7 +85,7 @@ print(f"{marker} rank={{dist.get_rank()}} {{{steps} / elapsed:.3f}}", flush=True
 """
 
 # What a careful user runs by hand around the same cell: the clean gloo teardown
-# from toolchain.md (a rank can otherwise abort at exit).
+# (barrier, destroy, flush, os._exit: a gloo rank can otherwise abort at exit).
 BY_HAND_WRAPPER = """\
 import os, runpy, sys
 import torch.distributed as dist

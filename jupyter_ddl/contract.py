@@ -1,7 +1,7 @@
 """The environment each replica gets from the Kubeflow operators (pure, no I/O).
 
 One function, :func:`replica_env`, says what the operator injects into a replica of a
-job, following ``shared/kubeflow-contract.md`` (section numbers below refer to it).
+job, following ``docs/operator-contract.md`` (section numbers below refer to it).
 Host names and ports come from an :class:`Endpoints` value, so the same code serves
 the cluster (operator DNS names, default ports) and the local backend (127.0.0.1 and
 free ports). Nothing local-only (``CUDA_VISIBLE_DEVICES`` ...) is added here: the

@@ -68,7 +68,7 @@ class EventKind(str, Enum):
 #: restarts allowed when the user gave no backoff limit (a Kubernetes Job allows 6)
 DEFAULT_BACKOFF_LIMIT = 3
 
-# Roles use the operators' replica-type spelling (contract §1.1, §3, §4.1).
+# Roles use the operators' replica-type spelling (operator-contract.md §1.1, §3, §4.1).
 ROLES = ("Chief", "Master", "Worker", "PS", "Evaluator", "Launcher", "Node")
 
 

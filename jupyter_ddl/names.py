@@ -3,7 +3,7 @@
 The operators derive pod, Service and hostname labels from the job name
 (``<job>-worker-12``, ``<job>-launcher``; JobSet, under a TrainJob, pod names
 ``<job>-node-0-3-<5 random>``), and each of those must
-be a DNS label of at most 63 characters (contract §1.2, §1.3, §3.1, §4.2). So a job
+be a DNS label of at most 63 characters (operator-contract.md §1.2, §1.3, §3.1, §4.2). So a job
 name is only valid when its longest derived name still fits.
 """
 

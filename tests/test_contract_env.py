@@ -1,4 +1,4 @@
-"""Replica environments against shared/kubeflow-contract.md (each test names its section)."""
+"""Replica environments against docs/operator-contract.md (each test names its section)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Generated Kubeflow objects: strict CRD schema + operator admission rules + contract."""
+"""Generated Kubeflow objects: strict CRD schema + operator admission rules + the operator
+contract (section numbers refer to docs/operator-contract.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """What every Kubeflow object we build shares: our labels, pod templates, runPolicy.
 
-Pure functions over plain data. Section numbers refer to ``shared/kubeflow-contract.md``.
+Pure functions over plain data. Section numbers refer to ``docs/operator-contract.md``.
 The label/annotation constants here are how the Kubernetes backend finds our jobs
 again (``%ddl list``, the sidebar) after a kernel or browser restart.
 """

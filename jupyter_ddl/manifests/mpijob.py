@@ -1,4 +1,4 @@
-"""MPIJob (kubeflow.org/v2beta1, mpi-operator) for Horovod over MPI (contract §3).
+"""MPIJob (kubeflow.org/v2beta1, mpi-operator) for Horovod over MPI (operator-contract.md §3).
 
 The launcher runs ``mpirun`` over every worker slot; workers run no command, so the
 operator starts ``sshd -De`` in them (§3.2) and the launcher reaches them over SSH.

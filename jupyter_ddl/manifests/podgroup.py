@@ -1,4 +1,4 @@
-"""PodGroups for gang scheduling (contract §1.8, §3.5, §5).
+"""PodGroups for gang scheduling (operator-contract.md §1.8, §3.5, §5).
 
 Training operators create a PodGroup themselves only when started with a gang
 scheduler flag, which the shipped deployments do not pass. So by default we create

@@ -1,4 +1,4 @@
-"""PyTorchJob (kubeflow.org/v1) for the torch strategies (contract §1, §2.2)."""
+"""PyTorchJob (kubeflow.org/v1) for the torch strategies (operator-contract.md §1, §2.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TFJob (kubeflow.org/v1) for the TensorFlow strategies (contract §1, §2.1)."""
+"""TFJob (kubeflow.org/v1) for the TensorFlow strategies (operator-contract.md §1, §2.1)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 The runtime (``torch-distributed``, ``deepspeed-distributed`` ...) owns the pod
 templates; the TrainJob sets the trainer container (image, command, env, nodes,
 resources) and reaches the rest of the pod spec (labels, node selector, tolerations,
-volumes) through ``runtimePatches`` (contract §4.1).
+volumes) through ``runtimePatches`` (operator-contract.md §4.1).
 """
 
 from __future__ import annotations

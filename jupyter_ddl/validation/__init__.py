@@ -3,7 +3,7 @@
 ``problems(spec)`` returns every problem found (empty when the spec is good);
 ``validate(spec)`` raises ``ValidationError`` listing them all. The rules come from the
 strategy catalog and from what the operators and the API server refuse
-(``shared/kubeflow-contract.md`` §1.2, §3.1, §4.1), so a bad job fails here, in the
+(``docs/operator-contract.md`` §1.2, §3.1, §4.1), so a bad job fails here, in the
 notebook, rather than as a Warning Event nobody reads (§10.7).
 """
 

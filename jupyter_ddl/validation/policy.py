@@ -23,7 +23,7 @@ def run_policy_problems(spec: JobSpec, strategy: Strategy) -> list[str]:
         )
     elif strategy.kind == "MPIJob" and rp in (RestartPolicy.ALWAYS, RestartPolicy.EXIT_CODE):
         out.append(
-            f"restart_policy: an MPIJob refuses {rp.value} (contract §3.1); use Never or OnFailure"
+            f"restart_policy: an MPIJob refuses {rp.value} (operator-contract.md §3.1); use Never or OnFailure"
         )
     if spec.target == "TrainJob" and spec.clean_pod_policy is not None:
         out.append("clean_pod_policy: a TrainJob has no runPolicy; drop clean_pod_policy")
@@ -75,7 +75,7 @@ def gang_problems(spec: JobSpec, strategy: Strategy) -> list[str]:
         )
     if g.scheduler == "scheduler-plugins" and (g.queue or g.priority_class):
         out.append(
-            "gang.queue: scheduler-plugins ignores queue and priority class (contract §1.8); "
+            "gang.queue: scheduler-plugins ignores queue and priority class (operator-contract.md §1.8); "
             "drop them or use volcano"
         )
     if g.queue is not None and not names.is_dns1123_subdomain(g.queue):

@@ -1,4 +1,4 @@
-"""The benchmark harness (issue 9): discovery, child processes under budgets, the table,
+"""The benchmark harness: discovery, child processes under budgets, the table,
 failed rows, exit codes, no processes left behind. Not a timed test: the figures the
 stand-in modules measure are real but their values are not checked."""
 
@@ -192,7 +192,7 @@ def test_real_package_lists_its_modules():
     assert "training_overhead" in names
     assert not {"table", "runner", "__main__"} & set(names)
     assert names == sorted(names, key=lambda n: (runner.ORDER + (n,)).index(n))
-    # Issue 9: the whole command in under 10 minutes, start-up of each child included.
+    # The whole command stays under 10 minutes, start-up of each child included.
     budgets = [
         runner.BUDGET_S.get(n, runner.DEFAULT_BUDGET_S) for n in set(names) | set(runner.ORDER)
     ]

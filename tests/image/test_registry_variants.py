@@ -1,4 +1,4 @@
-"""Issue 5 acceptance in all four registry variants (plain, basic, tls, token):
+"""The image builder's promises in all four registry variants (plain, basic, tls, token):
 an appended image that skopeo and umoci accept, the same tag and digest for the same
 code with ≤ 3 requests and no uploads the second time, and one-line errors."""
 

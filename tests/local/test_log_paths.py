@@ -1,4 +1,4 @@
-"""The local log path's fast parts (issue 9): stamps, bounded reads, event building,
+"""The local log path's fast parts: stamps, bounded reads, event building,
 the metric pre-filter, pacing, and one real job streamed end to end."""
 
 from __future__ import annotations

@@ -109,7 +109,7 @@ def test_parameter_server_chief_worker_ps(backend):
     assert states == {"chief-0": "Succeeded", "worker-0": "Terminated", "ps-0": "Terminated"}
 
 
-# Issue 3 repro: a TF op runs before the cell first touches the shim's `strategy`.
+# Regression: a TF op runs before the cell first touches the shim's `strategy`.
 # MWMS must configure collectives before the eager context starts, so the shim
 # creates it at startup; lazily it failed with "Collective ops must be configured
 # at program startup".

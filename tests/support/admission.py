@@ -1,6 +1,6 @@
 """The admission rules the operators apply beyond the CRD schema.
 
-``admission_problems(obj)`` returns what the training-operator webhooks (contract
+``admission_problems(obj)`` returns what the training-operator webhooks (docs/operator-contract.md
 §1.2), the mpi-operator's in-controller validation (§3.1) and Trainer v2 (§4.1, §4.3)
 would refuse, one line each; [] when the object would be accepted. Used by the
 manifest tests and by the Kubernetes API double.

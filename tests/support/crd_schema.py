@@ -1,4 +1,4 @@
-"""Strict validation of custom objects against the real CRDs in ``shared/crds/``.
+"""Strict validation of custom objects against the real CRDs in ``tests/data/crds/``.
 
 ``validate_object(obj)`` finds the CRD by apiVersion/kind and checks the object the way
 an API server with field validation ``Strict`` does on create: unknown fields are
@@ -10,7 +10,7 @@ on create (name format/length, ``in [...]``, ``matches``) are evaluated. Transit
 rules (``self == oldSelf``) need an old object and are skipped.
 
 Used by the manifest tests and by the Kubernetes API double. The CRD folder is
-``$JUPYTER_DDL_CRD_DIR`` or ``<repo>/../shared/crds``.
+``$JUPYTER_DDL_CRD_DIR`` or ``tests/data/crds`` (see its SOURCES.md).
 """
 
 from __future__ import annotations
@@ -53,10 +53,10 @@ _NO_CHECK = {"description", "default", "format", "example"}
 def crd_dir() -> Path:
     """The operators' CRD schemas; a missing folder is an error, never an empty catalog."""
     env = os.environ.get("JUPYTER_DDL_CRD_DIR")
-    path = Path(env) if env else Path(__file__).resolve().parents[2].parent / "shared" / "crds"
+    path = Path(env) if env else Path(__file__).resolve().parents[1] / "data" / "crds"
     if not any(path.glob("*.yaml")):
         raise FileNotFoundError(
-            f"no CRD schemas in {path}: check out shared/ beside the repository "
+            f"no CRD schemas in {path}: restore tests/data/crds from git "
             "or point JUPYTER_DDL_CRD_DIR at a folder of CRD YAML files"
         )
     return path

@@ -22,7 +22,7 @@ from ...errors import (
     ValidationError,
 )
 
-#: which operator serves each job kind (contract §0, §3, §4)
+#: which operator serves each job kind (operator-contract.md §0, §3, §4)
 OPERATORS = {
     "TFJob": "the Kubeflow training operator (kubeflow/trainer v1.9, kubeflow.org/v1)",
     "PyTorchJob": "the Kubeflow training operator (kubeflow/trainer v1.9, kubeflow.org/v1)",

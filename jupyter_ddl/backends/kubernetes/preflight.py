@@ -55,7 +55,7 @@ def check_crd(conn: Connection, kind: str, api_version: str, plural: str) -> Non
     if version in served:
         return
     err = crd_missing(kind, api_version)
-    if kind == "MPIJob" and served:  # same CRD name, other operator (contract §10.1)
+    if kind == "MPIJob" and served:  # same CRD name, other operator (operator-contract.md §10.1)
         raise BackendUnavailable(
             f"the cluster serves MPIJob {group}/{', '.join(served)}, not {api_version}: "
             "the training operator's MPIJob v1 is installed instead of the MPI operator",

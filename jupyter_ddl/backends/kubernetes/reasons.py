@@ -20,7 +20,7 @@ EVENT_REASONS = {
     "FailedMount",
     "Failed",  # kubelet: image pull / start failures
     "BackOff",
-    "ValidationError",  # mpi-operator refuses the job (contract §3.1)
+    "ValidationError",  # mpi-operator refuses the job (operator-contract.md §3.1)
     "FailedCreate",
     "Evicted",
     "OOMKilling",

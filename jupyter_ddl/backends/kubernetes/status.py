@@ -1,6 +1,6 @@
 """Job objects and pods -> JobStatus / ReplicaStatus (pure, over camelCase dicts).
 
-Kinds differ in how pods are labelled (contract §1.4 v1 operators, §3.4 mpi-operator,
+Kinds differ in how pods are labelled (operator-contract.md §1.4 v1 operators, §3.4 mpi-operator,
 §4.2 JobSet) and how a job ends (§1.5, §3.4: ``Succeeded``/``Failed`` conditions;
 §4.4: ``Complete``/``Failed``, no Running condition).
 """

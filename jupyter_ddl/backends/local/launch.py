@@ -77,7 +77,9 @@ def replica_argv(spec: JobSpec, role: str, python: str, entry: str) -> list[str]
         or strategy.launcher == "torchrun"
         or contract.job_kind(spec) == "TrainJob"
     )
-    if torchrun:  # torchrun reads the PET_* variables the operator injects (§2.2, §4.3)
+    if (
+        torchrun
+    ):  # torchrun reads the PET_* variables the operator injects (operator-contract.md §2.2, §4.3)
         return [python, "-m", "torch.distributed.run", entry]
     return [python, "-u", entry]
 

@@ -1,6 +1,6 @@
 """Restart, backoff and end-state rules, as the operators apply them (pure functions).
 
-Sources: ``shared/kubeflow-contract.md`` §1.5 (end state per kind), §1.6 (backoffLimit,
+Sources: ``docs/operator-contract.md`` §1.5 (end state per kind), §1.6 (backoffLimit,
 activeDeadlineSeconds), §1.7 (restartPolicy values), §3.1/§3.4 (MPIJob), §4.4 (TrainJob).
 """
 
@@ -12,7 +12,7 @@ from enum import Enum
 
 from ...models import JobState, ReplicaState, RestartPolicy
 
-# Replica default restartPolicy per kind (contract §1.1, §3.1; JobSet defaults OnFailure).
+# Replica default restartPolicy per kind (operator-contract.md §1.1, §3.1; JobSet defaults OnFailure).
 _DEFAULTS = {
     "TFJob": {"*": RestartPolicy.NEVER},
     "PyTorchJob": {"*": RestartPolicy.ON_FAILURE},

@@ -1,6 +1,6 @@
 """What the API server and the operators' webhooks refuse, as (field, message) causes:
 the CRD schema (``tests.support.crd_schema``, strict like ``kubectl --validate=strict``)
-and the webhook rules (``tests.support.admission``, contract §1.2, §4.1). MPIJob v2beta1
+and the webhook rules (``tests.support.admission``, operator-contract.md §1.2, §4.1). MPIJob v2beta1
 has no webhook: its rule breaks become a Warning Event from the test operator (§3.1)."""
 
 from __future__ import annotations

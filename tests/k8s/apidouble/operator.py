@@ -1,5 +1,5 @@
 """A test-side Kubeflow operator: turns each accepted TFJob / PyTorchJob / MPIJob /
-TrainJob into pods named and labelled like the real operators (contract §1.3, §1.4,
+TrainJob into pods named and labelled like the real operators (operator-contract.md §1.3, §1.4,
 §3.2, §3.4, §4.2), with the replica environment from ``jupyter_ddl.contract`` (local
 addresses, since every "pod" is a process on 127.0.0.1), and keeps the job's status
 (conditions, replicaStatuses) as the operators do (§1.5, §3.4, §4.4).

@@ -1,5 +1,5 @@
 """Which resources the API double serves: the core ones we use, the CRDs of
-``/work/shared/crds`` that a test installs, PodDefaults and metrics.k8s.io. Builds the
+``tests/data/crds`` that a test installs, PodDefaults and metrics.k8s.io. Builds the
 discovery documents (``/api``, ``/apis``, ``/apis/<group>/<version>``) from that set.
 """
 
