@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from .errors import ValidationError
 from .models import GangScheduling, JobSpec, Resources, RestartPolicy
+from .shape import fill_counts
 from .strategies import Strategy, get_strategy
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -183,16 +184,14 @@ def role_counts(strategy: Strategy, args: DistributeArgs) -> dict[str, int]:
         "Chief": args.chief,
         "Evaluator": args.evaluator,
     }
-    counts = strategy.default_replicas()
-    for role, n in explicit.items():
-        if n is None:
-            continue
+    given = {role: n for role, n in explicit.items() if n is not None}
+    for role in given:
         if strategy.rule(role) is None:
             raise ValidationError(
                 f"{_ROLE_FLAGS[role]}: {strategy.name} has no {role} role "
                 f"(roles: {', '.join(strategy.role_names)}); drop the flag"
             )
-        counts[role] = n
+    counts = fill_counts(strategy.name, given, None)
     if args.replicas is not None:
         fill = strategy.fill_role
         counts[fill.role] = _fill(strategy, counts, args.replicas, explicit.get(fill.role))

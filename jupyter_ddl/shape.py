@@ -180,7 +180,7 @@ def resolve(spec: JobSpec) -> JobShape:
         resources["Launcher"] = dataclasses.replace(resources["Launcher"], gpu=0, tpu=0)
     nproc = _nproc_per_node(spec, strategy, resources)
     slots = nproc if kind == "TrainJob" else (spec.slots_per_worker if kind == "MPIJob" else 1)
-    ranks = _ranks(kind, strategy, counts, runtime)
+    ranks = _ranks(kind, strategy, counts)
     replicas = tuple(
         Replica(role, i, ranks.get((role, i)), resources[role].gpu)
         for role, n in counts.items()
@@ -217,9 +217,7 @@ def _nproc_per_node(spec: JobSpec, strategy: Strategy, resources: Mapping[str, R
     return gpus if gpus > 1 else 1
 
 
-def _ranks(
-    kind: str, strategy: Strategy, counts: Mapping[str, int], runtime: str | None
-) -> dict[tuple[str, int], int]:
+def _ranks(kind: str, strategy: Strategy, counts: Mapping[str, int]) -> dict[tuple[str, int], int]:
     """Each training replica's node rank, as the operator or the runtime numbers them."""
     if kind == "PyTorchJob" and strategy.elastic:
         return {}  # the c10d rendezvous assigns them at run time
@@ -229,7 +227,8 @@ def _ranks(
         "MPIJob": ("Worker",),
         "TrainJob": ("Node",),  # PET_NODE_RANK (§4.3)
     }[kind]
-    ranks, nxt = {}, 0
+    ranks: dict[tuple[str, int], int] = {}
+    nxt = 0
     for role in order:
         for i in range(counts.get(role, 0)):
             ranks[(role, i)] = nxt
