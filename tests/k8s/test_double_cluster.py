@@ -36,7 +36,9 @@ def until(fn, timeout=20.0, what="condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def pytorchjob(name, workers=1, command=("python", "-c", "print('hi')"), policy="OnFailure", **spec):
+def pytorchjob(
+    name, workers=1, command=("python", "-c", "print('hi')"), policy="OnFailure", **spec
+):
     tmpl = {"spec": {"containers": [{"name": "pytorch", "image": "img", "command": list(command)}]}}
     reps = {"Master": {"replicas": 1, "restartPolicy": policy, "template": tmpl}}
     if workers:
@@ -46,7 +48,9 @@ def pytorchjob(name, workers=1, command=("python", "-c", "print('hi')"), policy=
 
 
 def create(api, obj, plural, group="kubeflow.org", version="v1", **kw):
-    return client.CustomObjectsApi(api).create_namespaced_custom_object(group, version, NS, plural, obj, **kw)
+    return client.CustomObjectsApi(api).create_namespaced_custom_object(
+        group, version, NS, plural, obj, **kw
+    )
 
 
 def env_of(double, pod):
@@ -73,8 +77,14 @@ def test_pytorch_and_tf_environment_from_the_operators_rules(api, double):
     until(lambda: double.store.get("core/v1/pods", NS, "tf-worker-1"), what="tf pods")
     doc = env_of(double, "tf-worker-1")["TF_CONFIG"]
     parsed = json.loads(doc)
-    assert list(parsed) == ["cluster", "task", "environment"] and list(parsed["cluster"]) == ["chief", "ps", "worker"]
-    assert parsed["task"] == {"type": "worker", "index": 1} and len(parsed["cluster"]["worker"]) == 2
+    assert list(parsed) == ["cluster", "task", "environment"] and list(parsed["cluster"]) == [
+        "chief",
+        "ps",
+        "worker",
+    ]
+    assert (
+        parsed["task"] == {"type": "worker", "index": 1} and len(parsed["cluster"]["worker"]) == 2
+    )
     assert ", " not in doc  # Go's compact JSON
 
 
@@ -88,12 +98,17 @@ def test_unknown_fields_pruned_strict_refused_warn_warned(api, double):
         co.create_namespaced_custom_object("trainer.kubeflow.org", "v1alpha1", NS, "trainjobs", tj,
                                            field_validation="Strict")  # fmt: skip
     assert e.value.status == 400
-    assert 'strict decoding error: unknown field "spec.runtimePatches"' in json.loads(e.value.body)["message"]
+    assert (
+        'strict decoding error: unknown field "spec.runtimePatches"'
+        in json.loads(e.value.body)["message"]
+    )
     _, code, headers = co.create_namespaced_custom_object_with_http_info(
         "trainer.kubeflow.org", "v1alpha1", NS, "trainjobs", {**tj, "metadata": {"name": "tj2"}},
         field_validation="Warn")  # fmt: skip
     assert code == 201 and 'unknown field \\"spec.runtimePatches\\"' in headers["Warning"]
-    made = create(api, {**tj, "metadata": {"name": "tj3"}}, "trainjobs", "trainer.kubeflow.org", "v1alpha1")
+    made = create(
+        api, {**tj, "metadata": {"name": "tj3"}}, "trainjobs", "trainer.kubeflow.org", "v1alpha1"
+    )
     assert "runtimePatches" not in made["spec"]  # silently dropped: the client asked nothing
     names = {r["metadata"]["name"] for r in co.list_cluster_custom_object(
         "trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes")["items"]}  # fmt: skip
@@ -107,16 +122,21 @@ def test_webhook_and_quota_refusals_are_403_with_their_message(api, double):
         create(api, bad, "pytorchjobs")
     assert e.value.status == 403
     assert json.loads(e.value.body)["message"].startswith(
-        'admission webhook "validator.pytorchjob.training-operator.kubeflow.org" denied the request: ')
+        'admission webhook "validator.pytorchjob.training-operator.kubeflow.org" denied the request: '
+    )
     double.quota("cm-quota", {"count/configmaps": "0"})
     with pytest.raises(client.ApiException) as e:
         client.CoreV1Api(api).create_namespaced_config_map(NS, {"metadata": {"name": "c"}})
-    assert e.value.status == 403 and "exceeded quota: cm-quota, requested: count/configmaps=1" in e.value.body
+    assert (
+        e.value.status == 403
+        and "exceeded quota: cm-quota, requested: count/configmaps=1" in e.value.body
+    )
     double.policy.refuse("secrets", "no secrets here", webhook="validate.kyverno.svc-fail")
     with pytest.raises(client.ApiException) as e:
         client.CoreV1Api(api).create_namespaced_secret(NS, {"metadata": {"name": "s"}})
     assert json.loads(e.value.body)["message"] == (
-        'admission webhook "validate.kyverno.svc-fail" denied the request: no secrets here')
+        'admission webhook "validate.kyverno.svc-fail" denied the request: no secrets here'
+    )
 
 
 def test_refused_pods_become_each_operators_event(api, double):
@@ -124,7 +144,10 @@ def test_refused_pods_become_each_operators_event(api, double):
     create(api, pytorchjob("q", workers=1, command=("sleep", "30")), "pytorchjobs")
     ev = until(lambda: events(double, "FailedCreatePod"), what="FailedCreatePod")
     assert ev[0]["involvedObject"] == {"kind": "PyTorchJob", "name": "q", "namespace": NS}
-    assert ev[0]["message"].startswith('Error creating: pods "q-') and "exceeded quota: pods" in ev[0]["message"]
+    assert (
+        ev[0]["message"].startswith('Error creating: pods "q-')
+        and "exceeded quota: pods" in ev[0]["message"]
+    )
     double.policy.refuse("pods", "pod creation is blocked", webhook="gatekeeper", match="mpi-")
     mpi = {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": "mpi"}, "spec": {
         "mpiReplicaSpecs": {r: {"replicas": 1, "template": {"spec": {"containers": [{"name": r.lower(), "image": "i"}]}}}
@@ -137,7 +160,10 @@ def test_refused_pods_become_each_operators_event(api, double):
     double.store.delete("core/v1/resourcequotas", NS, "pods")
     until(lambda: double.store.get("core/v1/pods", NS, "mpi-worker-0"), what="worker")
     ev = until(lambda: events(double, "FailedCreate"), what="FailedCreate on the launcher Job")
-    assert ev[0]["involvedObject"]["kind"] == "Job" and ev[0]["involvedObject"]["name"] == "mpi-launcher"
+    assert (
+        ev[0]["involvedObject"]["kind"] == "Job"
+        and ev[0]["involvedObject"]["name"] == "mpi-launcher"
+    )
 
 
 def test_no_operator_means_no_status(kubeconfig, tmp_path):
@@ -154,7 +180,9 @@ def test_configmap_volumes_are_read_only_and_emptydir_writable(api, double):
     if read_only_mechanism() == "none":
         pytest.skip("root without mount namespaces: read-only volumes cannot be enforced here")
     core = client.CoreV1Api(api)
-    core.create_namespaced_config_map(NS, {"metadata": {"name": "code"}, "data": {"main.py": "x = 1\n"}})
+    core.create_namespaced_config_map(
+        NS, {"metadata": {"name": "code"}, "data": {"main.py": "x = 1\n"}}
+    )
     script = ("import os\nfor n, d in (('code', '.'), ('scratch', '/scratch')):\n    try:\n"
               "        open(os.path.join(d, 'checkpoint.pt'), 'w').write('w')\n        print(n, 'ok')\n"
               "    except OSError as e:\n        print(n, type(e).__name__, e.errno)\n")  # fmt: skip
@@ -177,9 +205,14 @@ def test_sidecars_come_first_in_container_statuses(api, double):
     pod = {"metadata": {"name": "meshed"}, "spec": {"restartPolicy": "Never",
            "containers": [{"name": "pytorch", "image": "i", "command": ["python", "-c", "print('trained')"]}]}}  # fmt: skip
     core.create_namespaced_pod(NS, pod)
-    opted_out = {**pod, "metadata": {"name": "plain", "annotations": {"sidecar.istio.io/inject": "false"}}}
+    opted_out = {
+        **pod,
+        "metadata": {"name": "plain", "annotations": {"sidecar.istio.io/inject": "false"}},
+    }
     core.create_namespaced_pod(NS, opted_out)
-    done = until(lambda: (p := core.read_namespaced_pod("meshed", NS)).status.phase == "Succeeded" and p)
+    done = until(
+        lambda: (p := core.read_namespaced_pod("meshed", NS)).status.phase == "Succeeded" and p
+    )
     assert [c.name for c in done.status.container_statuses] == ["istio-proxy", "pytorch"]
     assert done.status.container_statuses[1].state.terminated.exit_code == 0
     assert core.read_namespaced_pod_log("meshed", NS, container="pytorch").strip() == "trained"
@@ -208,9 +241,18 @@ def test_foreground_delete_keeps_the_job_until_its_pods_are_gone(api, double):
     until(lambda: all(p["status"].get("phase") == "Running" for p in double.store.list("core/v1/pods", NS)[0])
           and len(double.store.list("core/v1/pods", NS)[0]) == 2, what="pods running")  # fmt: skip
     client.CustomObjectsApi(api).delete_namespaced_custom_object(
-        "kubeflow.org", "v1", NS, "pytorchjobs", "fg", body=client.V1DeleteOptions(propagation_policy="Foreground"))
+        "kubeflow.org",
+        "v1",
+        NS,
+        "pytorchjobs",
+        "fg",
+        body=client.V1DeleteOptions(propagation_policy="Foreground"),
+    )
     held = double.store.get(PYTORCHJOBS, NS, "fg")
-    assert held["metadata"]["deletionTimestamp"] and "foregroundDeletion" in held["metadata"]["finalizers"]
+    assert (
+        held["metadata"]["deletionTimestamp"]
+        and "foregroundDeletion" in held["metadata"]["finalizers"]
+    )
     until(lambda: double.store.get(PYTORCHJOBS, NS, "fg") is None, what="job gone")
     assert double.store.list("core/v1/pods", NS)[0] == []
 
@@ -220,19 +262,32 @@ def test_deepspeed_v23_layout_and_job_controller_names(api, double):
           "spec": {"runtimeRef": {"name": "deepspeed-distributed"},
                    "trainer": {"numNodes": 3, "image": "mine:1", "command": ["sleep", "20"]}}}  # fmt: skip
     create(api, tj, "trainjobs", "trainer.kubeflow.org", "v1alpha1")
-    pods = until(lambda: len(ps := double.store.list("core/v1/pods", NS)[0]) == 3 and ps, what="3 pods")
+    pods = until(
+        lambda: len(ps := double.store.list("core/v1/pods", NS)[0]) == 3 and ps, what="3 pods"
+    )
     by = {p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"]: p for p in pods}
-    nodes = [p for p in pods if p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] == "node"]
+    nodes = [
+        p
+        for p in pods
+        if p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] == "node"
+    ]
     assert len(nodes) == 2  # runLauncherAsNode: the launcher is node 0
     assert by["launcher"]["spec"]["containers"][0]["image"] == "mine:1"
-    assert {p["spec"]["containers"][0]["image"] for p in nodes} == {"ghcr.io/kubeflow/trainer/deepspeed-runtime"}
+    assert {p["spec"]["containers"][0]["image"] for p in nodes} == {
+        "ghcr.io/kubeflow/trainer/deepspeed-runtime"
+    }
     name = by["launcher"]["metadata"]["name"]
     assert name.startswith("ds-launcher-0-0-") and len(name.rsplit("-", 1)[-1]) == 5
     assert by["launcher"]["spec"]["hostname"] == "ds-launcher-0-0"
 
 
 def test_backoff_limit_is_reached_not_passed_and_exitcode_recreates(api, double, tmp_path):
-    crash = pytorchjob("bo", workers=0, command=("python", "-c", "import sys; sys.exit(1)"), runPolicy={"backoffLimit": 1})
+    crash = pytorchjob(
+        "bo",
+        workers=0,
+        command=("python", "-c", "import sys; sys.exit(1)"),
+        runPolicy={"backoffLimit": 1},
+    )
     double.scenario.restart_backoff = 0.5
     create(api, crash, "pytorchjobs")
     job = until(lambda: [c for c in (double.store.get(PYTORCHJOBS, NS, "bo").get("status") or {}).get("conditions", [])
@@ -242,7 +297,9 @@ def test_backoff_limit_is_reached_not_passed_and_exitcode_recreates(api, double,
     retry = pytorchjob("ec", workers=0, policy="ExitCode", command=(
         "sh", "-c", f"if [ -e {mark} ]; then exit 0; fi; touch {mark}; kill -TERM $$"))  # fmt: skip
     create(api, retry, "pytorchjobs")
-    first = until(lambda: (p := double.store.get("core/v1/pods", NS, "ec-master-0")) and p["metadata"]["uid"])
+    first = until(
+        lambda: (p := double.store.get("core/v1/pods", NS, "ec-master-0")) and p["metadata"]["uid"]
+    )
     until(lambda: (p := double.store.get("core/v1/pods", NS, "ec-master-0")) and p["metadata"]["uid"] != first,
           what="a new pod after exit code 143")  # fmt: skip
     assert double.store.get("core/v1/pods", NS, "ec-master-0")["spec"]["restartPolicy"] == "Never"
@@ -255,7 +312,9 @@ def test_volcano_waits_for_its_podgroup_and_rbac_can_deny_it(api, double):
     tmpl["spec"]["schedulerName"] = "volcano"
     tmpl["metadata"] = {"annotations": {"scheduling.k8s.io/group-name": "gang"}}
     create(api, job, "pytorchjobs")
-    ev = until(lambda: [e for e in events(double, "FailedScheduling") if "podgroup" in e["message"]])
+    ev = until(
+        lambda: [e for e in events(double, "FailedScheduling") if "podgroup" in e["message"]]
+    )
     assert ev[0]["involvedObject"]["name"] == "gang-master-0"
     assert double.store.get("core/v1/pods", NS, "gang-master-0")["status"]["phase"] == "Pending"
     double.kubeflow_edit()

@@ -165,7 +165,8 @@ def validate_object(obj: dict[str, Any], crd_file: Path | None = None) -> list[s
     errors = [
         f"{_path(e.absolute_path)}: {e.message}"
         for e in sorted(
-            _validator(api_version, kind, crd_file).iter_errors(obj), key=lambda e: list(map(str, e.path))
+            _validator(api_version, kind, crd_file).iter_errors(obj),
+            key=lambda e: list(map(str, e.path)),
         )
     ]
     errors += _extensions(info["schema"], obj, "")

@@ -68,7 +68,7 @@ def tf_env(job: dict[str, Any], rtype: str, index: int, addr: Addr) -> list[dict
         return []
     cluster: dict[str, list[str]] = {}
     for rt in sorted(counts, key=str.lower):
-        cluster[rt.lower()] = ["%s:%d" % addr(rt, i) for i in range(counts[rt])]
+        cluster[rt.lower()] = [":".join(map(str, addr(rt, i))) for i in range(counts[rt])]
     # a Go struct: field order cluster, task, environment; compact separators
     doc = {"cluster": cluster, "task": {"type": rtype.lower(), "index": index},
            "environment": "cloud"}  # fmt: skip
@@ -166,7 +166,9 @@ def _cpus(resources: dict[str, Any]) -> int:
     for part in ("requests", "limits"):
         value = str((resources.get(part) or {}).get("cpu") or "")
         if value:
-            return max(1, int(float(value[:-1]) / 1000) if value.endswith("m") else int(float(value)))
+            return max(
+                1, int(float(value[:-1]) / 1000) if value.endswith("m") else int(float(value))
+            )
     return 1
 
 

@@ -50,24 +50,34 @@ def judge_v1(kind: str, job: dict[str, Any], pods_by_type: dict[str, list[dict[s
     name = job["metadata"]["name"]
     all_pods = [p for ps in pods_by_type.values() for p in ps]
     if past_backoff_limit(job, kind, pods_by_type, policy_of):
-        return "Failed", f"{kind} {name} has failed because it has reached the specified backoff limit"
+        return (
+            "Failed",
+            f"{kind} {name} has failed because it has reached the specified backoff limit",
+        )
     failed = [rt for rt, ps in pods_by_type.items() if any(phase(p) == "Failed" for p in ps)]
     if kind == "MPIJob":  # only the launcher decides; a worker that fails is retried by nobody
         failed = [rt for rt in failed if rt == "Launcher"]
     if failed:
         rt = failed[0]
-        return "Failed", f"{kind} {name} is failed because {len([p for p in pods_by_type[rt] if phase(p) == 'Failed'])} {rt} replica(s) failed."
+        return (
+            "Failed",
+            f"{kind} {name} is failed because {len([p for p in pods_by_type[rt] if phase(p) == 'Failed'])} {rt} replica(s) failed.",
+        )
     lead = next((t for t in ("Chief", "Master", "Launcher") if t in counts), None)
     if lead:
         done = pods_by_type.get(lead, [])
     elif kind == "TFJob":
-        done = [p for p in pods_by_type.get("Worker", []) if p["metadata"]["name"].endswith("-worker-0")]
+        done = [
+            p for p in pods_by_type.get("Worker", []) if p["metadata"]["name"].endswith("-worker-0")
+        ]
     else:
         done = pods_by_type.get("Worker", [])
         done = done if len(done) == counts.get("Worker", 0) else []
     if done and all(phase(p) == "Succeeded" for p in done):
         return "Succeeded", f"{kind} {name} is successfully completed."
-    if len(all_pods) == sum(counts.values()) and all(phase(p) in ("Running", "Succeeded") for p in all_pods):
+    if len(all_pods) == sum(counts.values()) and all(
+        phase(p) in ("Running", "Succeeded") for p in all_pods
+    ):
         return "Running", f"{kind} {name} is running."
     return "Created", f"{kind} {name} is created."
 
@@ -125,7 +135,9 @@ def _trainjob_reason(ctype: str) -> str:
 
 def finished(job: dict[str, Any]) -> bool:
     conds = (job.get("status") or {}).get("conditions") or []
-    return any(c["type"] in ("Succeeded", "Failed", "Complete") and c["status"] == "True" for c in conds)
+    return any(
+        c["type"] in ("Succeeded", "Failed", "Complete") and c["status"] == "True" for c in conds
+    )
 
 
 def replica_map(kind: str, job: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -86,7 +86,10 @@ class Kubelet:
                 key = (p["metadata"]["namespace"], p["metadata"]["name"])
                 if p["metadata"].get("deletionTimestamp"):
                     self._reap(key)
-                elif key not in self.started and (p.get("status") or {}).get("phase", "Pending") == "Pending":
+                elif (
+                    key not in self.started
+                    and (p.get("status") or {}).get("phase", "Pending") == "Pending"
+                ):
                     self._admit(p)
             self._volcano()
             sweep(self.store)
@@ -94,11 +97,15 @@ class Kubelet:
 
     def _reap(self, key: tuple[str, str]) -> None:
         """A deleted pod: stop its containers (SIGTERM, then SIGKILL), then let it go."""
-        if key in self.procs:
-            threading.Thread(target=lambda: (self._kill(key), self.store.delete(PODS, *key)),
-                             daemon=True).start()  # fmt: skip
-        elif key not in self.started or key not in self.procs:
+        if key not in self.procs:
             self.store.delete(PODS, *key)
+            return
+
+        def stop_then_remove() -> None:
+            self._kill(key)
+            self.store.delete(PODS, *key)
+
+        threading.Thread(target=stop_then_remove, daemon=True).start()
 
     def _admit(self, pod: dict[str, Any]) -> None:
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
@@ -115,7 +122,9 @@ class Kubelet:
         if self.scenario.match(name, self.scenario.image_pull):
             image = main.get("image")
             msg = f'Back-off pulling image "{image}"'
-            self._set_status(ns, name, P.pod("Pending", [P.waiting(main["name"], "ImagePullBackOff", msg)]))
+            self._set_status(
+                ns, name, P.pod("Pending", [P.waiting(main["name"], "ImagePullBackOff", msg)])
+            )
             self._event(ns, "Pod", name, "Failed", f'Failed to pull image "{image}": not found')
             self.started.add((ns, name))
             return
@@ -168,7 +177,7 @@ class Kubelet:
             node = self.scenario.nodes[next(self._rr) % len(self.scenario.nodes)]
             self.store.mutate(PODS, ns, name, lambda o: o["spec"].update(nodeName=node))
         for v in (pod.get("spec") or {}).get("volumes") or []:
-            claim = (v.get("persistentVolumeClaim") or {}).get("claimName")
+            claim = str((v.get("persistentVolumeClaim") or {}).get("claimName") or "")
             pvc = self.store.get("core/v1/persistentvolumeclaims", ns, claim) if claim else None
             if not pvc or (pvc.get("spec") or {}).get("accessModes") != ["ReadWriteOnce"]:
                 continue
@@ -177,7 +186,9 @@ class Kubelet:
                      and (p.get("spec") or {}).get("nodeName") not in (None, node)
                      and (p.get("status") or {}).get("phase") == "Running"]  # fmt: skip
             if users:
-                volume = (pvc.get("spec") or {}).get("volumeName") or f"pvc-{pvc['metadata']['uid']}"
+                volume = (pvc.get("spec") or {}).get(
+                    "volumeName"
+                ) or f"pvc-{pvc['metadata']['uid']}"
                 msg = (f'Multi-Attach error for volume "{volume}" Volume is already used by '
                        f"pod(s) {', '.join(users)}")  # fmt: skip
                 self._set_status(ns, name, P.pod("Pending", [P.waiting(main_container(pod)["name"],
@@ -218,14 +229,18 @@ class Kubelet:
             term = P.termination(code, cid, "OOMKilled" if oom else None)
             if policy == "Always" or (policy == "OnFailure" and term["exitCode"] != 0):
                 restarts, last = restarts + 1, term
-                self._set_status(ns, name, P.pod("Running", [P.crashloop(main["name"], restarts, term), *side]))
+                self._set_status(
+                    ns, name, P.pod("Running", [P.crashloop(main["name"], restarts, term), *side])
+                )
                 time.sleep(self.scenario.restart_backoff)
                 continue
             done = [P.terminated(s, 0, P.termination(0, c), None) for s, c in sidecars.items()]
             for c in sidecars.values():
                 self.store.log_close(c)
             phase = "Succeeded" if term["exitCode"] == 0 else "Failed"
-            self._set_status(ns, name, P.pod(phase, [P.terminated(main["name"], restarts, term, last), *done]))
+            self._set_status(
+                ns, name, P.pod(phase, [P.terminated(main["name"], restarts, term, last), *done])
+            )
             self.procs.pop((ns, name), None)
             shutil.rmtree(root, ignore_errors=True)
             return
@@ -239,7 +254,9 @@ class Kubelet:
             argv = ["sleep", "3600"]
         env = {k: os.environ[k] for k in ("PATH", "HOME", "PYENV_ROOT", "LANG") if k in os.environ}
         env["HOSTNAME"] = pod["metadata"]["name"]
-        env.update({k: C.rewrite(v, mounts) for k, v in C.environment(self.store, ns, pod, c).items()})
+        env.update(
+            {k: C.rewrite(v, mounts) for k, v in C.environment(self.store, ns, pod, c).items()}
+        )
         cwd = C.rewrite(c.get("workingDir") or str(root), mounts)
         try:
             return C.spawn(argv, env, cwd, read_only)
@@ -274,7 +291,9 @@ class Kubelet:
             for cs in obj["status"].get("containerStatuses") or []:  # required fields
                 image = images.get(cs["name"], "")
                 cs.setdefault("image", image)
-                cs.setdefault("imageID", f"{image}@sha256:{'0' * 64}" if cs.get("containerID") else "")
+                cs.setdefault(
+                    "imageID", f"{image}@sha256:{'0' * 64}" if cs.get("containerID") else ""
+                )
 
         self.store.mutate(PODS, ns, name, apply)
 

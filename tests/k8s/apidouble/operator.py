@@ -83,7 +83,9 @@ class Operator:
                     if res.kind in ("TFJob", "PyTorchJob", "MPIJob", "TrainJob"):
                         for job in self.store.list(res.rid, None)[0]:
                             uid = job["metadata"]["uid"]
-                            age = time.monotonic() - self.created_at.setdefault(uid, time.monotonic())
+                            age = time.monotonic() - self.created_at.setdefault(
+                                uid, time.monotonic()
+                            )
                             if job["metadata"].get("deletionTimestamp") or J.finished(job):
                                 continue
                             if res.kind == "TrainJob":
@@ -118,7 +120,9 @@ class Operator:
             pass
         return None
 
-    def ensure_batch_job(self, job: dict[str, Any], name: str, labels: dict[str, str]) -> dict[str, Any]:
+    def ensure_batch_job(
+        self, job: dict[str, Any], name: str, labels: dict[str, str]
+    ) -> dict[str, Any]:
         """The batch/v1 Job object a launcher (or a JobSet replicated job) lives in."""
         ns = job["metadata"]["namespace"]
         cur = self.store.get(JOBS, ns, name)
@@ -183,14 +187,25 @@ class Operator:
         if ((job.get("spec") or {}).get("runPolicy") or {}).get("suspend"):
             for p in pods:
                 self.store.delete(PODS, ns, p["metadata"]["name"])
-            return J.write_status(self.store, res, job, {}, "Suspended", f"{kind} {name} is suspended.")
+            return J.write_status(
+                self.store, res, job, {}, "Suspended", f"{kind} {name} is suspended."
+            )
         self._exit_code_restarts(job, kind, pods, policy_of)
         have = {p["metadata"]["name"] for p in self._pods(ns, name)}
-        have |= {p["metadata"]["labels"].get("batch.kubernetes.io/job-name", "") for p in self._pods(ns, name)}
+        have |= {
+            p["metadata"]["labels"].get("batch.kubernetes.io/job-name", "")
+            for p in self._pods(ns, name)
+        }
         master_type = next((t for t in ("Chief", "Master") if t in counts), None)
-        workers_ready = all(J.phase(p) == "Running" for p in self._by_type(kind, self._pods(ns, name)).get("Worker", [])) \
-            and len(self._by_type(kind, self._pods(ns, name)).get("Worker", [])) == counts.get("Worker", 0)
-        wait_workers = (job.get("spec") or {}).get("launcherCreationPolicy") == "WaitForWorkersReady"
+        workers_ready = all(
+            J.phase(p) == "Running"
+            for p in self._by_type(kind, self._pods(ns, name)).get("Worker", [])
+        ) and len(self._by_type(kind, self._pods(ns, name)).get("Worker", [])) == counts.get(
+            "Worker", 0
+        )
+        wait_workers = (job.get("spec") or {}).get(
+            "launcherCreationPolicy"
+        ) == "WaitForWorkersReady"
         for rtype, n in counts.items():
             if kind == "MPIJob" and rtype == "Launcher" and wait_workers and not workers_ready:
                 continue  # mpi-operator creates the launcher once every worker is Ready
@@ -200,8 +215,12 @@ class Operator:
                 delay = next((s for part, s in self.late.items() if part in pname), 0.0)
                 if pname in have or age < delay:
                     continue
-                master = rtype == master_type or (master_type is None and rtype == "Worker" and i == 0)
-                self._create(kind, job, rtype, i, specs[rtype] or {}, pname, master, policy_of[rtype])
+                master = rtype == master_type or (
+                    master_type is None and rtype == "Worker" and i == 0
+                )
+                self._create(
+                    kind, job, rtype, i, specs[rtype] or {}, pname, master, policy_of[rtype]
+                )
         by_type = self._by_type(kind, self._pods(ns, name))
         ctype, msg = J.judge_v1(kind, job, by_type, counts, policy_of)
         J.write_status(self.store, res, job, by_type, ctype, msg)
@@ -236,7 +255,10 @@ class Operator:
         pspec = tmpl.setdefault("spec", {})
         addr = self.addr(job)
         if kind == "TFJob":
-            env, targets = envs.tf_env(job, rtype, i, addr), [c for c in pspec.get("containers", []) if c.get("name") == "tensorflow"][:1]
+            env, targets = (
+                envs.tf_env(job, rtype, i, addr),
+                [c for c in pspec.get("containers", []) if c.get("name") == "tensorflow"][:1],
+            )
         elif kind == "PyTorchJob":
             env, targets = envs.pytorch_env(job, rtype, i, addr), pspec.get("containers", [])
         else:
@@ -266,7 +288,9 @@ class Operator:
         if kind == "MPIJob" and rtype == "Launcher":
             self.event(job, "Job", pname, "FailedCreate", f"Error creating: {refused}")
         elif kind == "MPIJob":
-            self.event(job, "MPIJob", md["name"], "MPIJobFailed", f"worker pod created failed: {refused}")
+            self.event(
+                job, "MPIJob", md["name"], "MPIJobFailed", f"worker pod created failed: {refused}"
+            )
         else:
             self.event(job, kind, md["name"], "FailedCreatePod", f"Error creating: {refused}")
 

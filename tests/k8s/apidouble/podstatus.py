@@ -14,7 +14,9 @@ from typing import Any
 from .store import now_iso
 
 
-def conditions(scheduled: bool, ready: bool, reason: str = "", msg: str = "") -> list[dict[str, Any]]:
+def conditions(
+    scheduled: bool, ready: bool, reason: str = "", msg: str = ""
+) -> list[dict[str, Any]]:
     sched: dict[str, Any] = {"type": "PodScheduled", "status": "True" if scheduled else "False"}
     if not scheduled:
         sched.update(reason=reason or "Unschedulable", message=msg)
@@ -32,7 +34,9 @@ def waiting(name: str, reason: str, msg: str = "") -> dict[str, Any]:
     return {"name": name, "state": state, "ready": False, "restartCount": 0}
 
 
-def running(name: str, cid: str, restarts: int = 0, last: dict[str, Any] | None = None) -> dict[str, Any]:
+def running(
+    name: str, cid: str, restarts: int = 0, last: dict[str, Any] | None = None
+) -> dict[str, Any]:
     return {"name": name, "containerID": cid, "ready": True, "restartCount": restarts, "started": True,
             "state": {"running": {"startedAt": now_iso()}},
             "lastState": {"terminated": last} if last else {}}  # fmt: skip
@@ -45,7 +49,9 @@ def crashloop(name: str, restarts: int, term: dict[str, Any]) -> dict[str, Any]:
             "lastState": {"terminated": term}}  # fmt: skip
 
 
-def terminated(name: str, restarts: int, term: dict[str, Any], last: dict[str, Any] | None) -> dict[str, Any]:
+def terminated(
+    name: str, restarts: int, term: dict[str, Any], last: dict[str, Any] | None
+) -> dict[str, Any]:
     return {"name": name, "ready": False, "restartCount": restarts, "containerID": term["containerID"],
             "state": {"terminated": term}, "lastState": {"terminated": last} if last else {}}  # fmt: skip
 

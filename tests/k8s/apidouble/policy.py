@@ -50,7 +50,9 @@ class Policy:
 
     def refuse(self, plurals: str | set[str], message: str, webhook: str | None = None,
                match: str = "") -> Refusal:  # fmt: skip
-        r = Refusal({plurals} if isinstance(plurals, str) else set(plurals), message, webhook, match)
+        r = Refusal(
+            {plurals} if isinstance(plurals, str) else set(plurals), message, webhook, match
+        )
         with self.lock:
             self.refusals.append(r)
         return r
@@ -70,13 +72,17 @@ class Policy:
                 if r.webhook:
                     text = f'admission webhook "{r.webhook}" denied the request: {r.message}'
                     raise E.ApiError(403, E.status(403, "Forbidden", text, _details(res, name)))
-                raise E.ApiError(403, E.status(403, "Forbidden", what + r.message, _details(res, name)))
+                raise E.ApiError(
+                    403, E.status(403, "Forbidden", what + r.message, _details(res, name))
+                )
         _quota(store, res, ns, name, obj)
 
     def _inject(self, store: Store, ns: str, pod: dict[str, Any]) -> None:
         md = pod.setdefault("metadata", {})
         space = store.get("core/v1/namespaces", "", ns) or {}
-        labelled = ((space.get("metadata") or {}).get("labels") or {}).get(ISTIO_NS_LABEL) == "enabled"
+        labelled = ((space.get("metadata") or {}).get("labels") or {}).get(
+            ISTIO_NS_LABEL
+        ) == "enabled"
         off = "false" in (
             ((md.get("annotations") or {}).get(ISTIO_INJECT)),
             ((md.get("labels") or {}).get(ISTIO_INJECT)),

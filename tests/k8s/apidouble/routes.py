@@ -115,7 +115,7 @@ def pod_log(h: Handler, ns: str, name: str, q: dict[str, str]) -> None:
         raise E.bad_request(
             f"a container name must be specified for pod {name}, choose one of: {names}"
         )
-    cs = next(
+    cs: dict[str, Any] = next(
         (c for c in (pod.get("status") or {}).get("containerStatuses") or [] if c["name"] == cname),
         {},
     )

@@ -99,7 +99,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(code)
         self.send_header("Content-Type", ctype)
         for text in warnings or []:  # RFC 7234 warn-code 299, as the API server sends them
-            self.send_header("Warning", '299 - "%s"' % text.replace('"', '\\"'))
+            escaped = text.replace('"', '\\"')
+            self.send_header("Warning", f'299 - "{escaped}"')
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -216,12 +217,12 @@ class Handler(BaseHTTPRequestHandler):
                     + b"\n"
                 )
                 break
-            for rv, kind, obj in events:
-                since = rv
+            for at, etype, obj in events:
+                since = at
                 if wanted(obj):
                     obj.setdefault("apiVersion", res.api_version)
                     obj.setdefault("kind", res.kind)
-                    self._chunk(json.dumps({"type": kind, "object": obj}).encode() + b"\n")
+                    self._chunk(json.dumps({"type": etype, "object": obj}).encode() + b"\n")
             if not events:
                 store.wait(min(0.5, max(0.0, deadline - time.monotonic())))
         self._end_stream()

@@ -45,15 +45,23 @@ class TrainerController:
         if spec.get("suspend"):
             for p in pods:
                 store.delete(PODS, ns, p["metadata"]["name"])
-            return J.write_status(store, res, job, {}, "Suspended", f"TrainJob {name} is suspended.")
+            return J.write_status(
+                store, res, job, {}, "Suspended", f"TrainJob {name} is suspended."
+            )
         if runtime is None:
             return  # Trainer waits for the runtime; the TrainJob gets no status
         rspec = runtime.get("spec") or {}
         mpi = (rspec.get("mlPolicy") or {}).get("mpi")
-        nodes = int((spec.get("trainer") or {}).get("numNodes") or (rspec.get("mlPolicy") or {}).get("numNodes") or 1)
+        nodes = int(
+            (spec.get("trainer") or {}).get("numNodes")
+            or (rspec.get("mlPolicy") or {}).get("numNodes")
+            or 1
+        )
         by_job: dict[str, list[dict[str, Any]]] = {}
         for p in pods:
-            by_job.setdefault(p["metadata"]["labels"].get(f"{JS}replicatedjob-name", ""), []).append(p)
+            by_job.setdefault(
+                p["metadata"]["labels"].get(f"{JS}replicatedjob-name", ""), []
+            ).append(p)
         rjobs = ((rspec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []
         for rjob in rjobs:
             count = 1 if rjob["name"] == "launcher" else nodes
@@ -69,7 +77,9 @@ class TrainerController:
         pods = store.list(PODS, ns, f"{JS}jobset-name={name}")[0]
         by_job = {}
         for p in pods:
-            by_job.setdefault(p["metadata"]["labels"].get(f"{JS}replicatedjob-name", ""), []).append(p)
+            by_job.setdefault(
+                p["metadata"]["labels"].get(f"{JS}replicatedjob-name", ""), []
+            ).append(p)
         ctype, msg = self._judge(name, rspec, rjobs, by_job)
         statuses = [{"name": r["name"], "ready": sum(J.phase(p) == "Running" for p in by_job.get(r["name"], [])),
                      "succeeded": sum(J.phase(p) == "Succeeded" for p in by_job.get(r["name"], [])),
@@ -119,7 +129,10 @@ class TrainerController:
                 node["resources"] = tr["resourcesPerNode"]
         if node is not None and policy.get("torch") is not None and trainer_job:
             trainer = {**tr, "numNodes": nodes}
-            if trainer.get("numProcPerNode") is None and str(policy["torch"].get("numProcPerNode", "")).isdigit():
+            if (
+                trainer.get("numProcPerNode") is None
+                and str(policy["torch"].get("numProcPerNode", "")).isdigit()
+            ):
                 trainer["numProcPerNode"] = policy["torch"]["numProcPerNode"]
             node["env"] = node["env"] + envs.trainjob_torch_env(trainer, nodes, op.addr(job))
         if node is not None and policy.get("mpi") is not None and rjob["name"] == "launcher":
@@ -136,7 +149,9 @@ class TrainerController:
         pod["metadata"]["name"] = f"{host}-{pod['metadata']['name'].rsplit('-', 1)[-1]}"
         refused = op.create_pod(pod)
         if refused is not None:
-            op.event(job, "Job", bjob["metadata"]["name"], "FailedCreate", f"Error creating: {refused}")
+            op.event(
+                job, "Job", bjob["metadata"]["name"], "FailedCreate", f"Error creating: {refused}"
+            )
 
     def _hostfile(self, job: dict[str, Any], pspec: dict[str, Any], node: dict[str, Any],
                   slots: int, nodes: int) -> None:  # fmt: skip
@@ -150,8 +165,12 @@ class TrainerController:
                 "data": {"hostfile": envs.mpi_hostfile(slots, nodes)}})  # fmt: skip
         except KeyError:
             pass
-        pspec.setdefault("volumes", []).append({"name": "mpi-hostfile", "configMap": {"name": name}})
-        node.setdefault("volumeMounts", []).append({"name": "mpi-hostfile", "mountPath": "/etc/mpi"})
+        pspec.setdefault("volumes", []).append(
+            {"name": "mpi-hostfile", "configMap": {"name": name}}
+        )
+        node.setdefault("volumeMounts", []).append(
+            {"name": "mpi-hostfile", "mountPath": "/etc/mpi"}
+        )
 
 
 def _merge_pod(tmpl: dict[str, Any], meta: dict[str, Any], pspec: dict[str, Any]) -> None:
