@@ -297,11 +297,12 @@ def test_backoff_limit_is_reached_not_passed_and_exitcode_recreates(api, double,
     retry = pytorchjob("ec", workers=0, policy="ExitCode", command=(
         "sh", "-c", f"if [ -e {mark} ]; then exit 0; fi; touch {mark}; kill -TERM $$"))  # fmt: skip
     create(api, retry, "pytorchjobs")
-    first = until(
-        lambda: (p := double.store.get("core/v1/pods", NS, "ec-master-0")) and p["metadata"]["uid"]
-    )
-    until(lambda: (p := double.store.get("core/v1/pods", NS, "ec-master-0")) and p["metadata"]["uid"] != first,
-          what="a new pod after exit code 143")  # fmt: skip
+    until(lambda: [c for c in (double.store.get(PYTORCHJOBS, NS, "ec").get("status") or {}).get("conditions", [])
+                   if c["type"] == "Succeeded"], what="success after a retried exit code 143")  # fmt: skip
+    with double.store.cond:
+        made = [o for _, kind, rid, o in double.store.history
+                if kind == "ADDED" and rid == "core/v1/pods" and o["metadata"]["name"] == "ec-master-0"]  # fmt: skip
+    assert mark.exists() and len(made) == 2  # killed by SIGTERM once: deleted and made again
     assert double.store.get("core/v1/pods", NS, "ec-master-0")["spec"]["restartPolicy"] == "Never"
 
 

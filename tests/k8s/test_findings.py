@@ -349,3 +349,46 @@ def test_finding_10_trainjob_start_and_finish_times(backend):
     assert (
         final.started is not None and final.finished is not None and final.finished >= final.started
     )
+
+
+@product("10. a relist after 410 Gone keeps pods deleted during the gap")
+def test_finding_10_relist_after_410_forgets_pods_deleted_in_the_gap(backend, double):
+    """After 410 Gone a client must list again and take the list as the whole truth:
+    objects deleted while it was not watching never send a DELETED event (client-go's
+    Reflector replaces its store with the relist, ``tools/cache/reflector.go``). A pod
+    deleted in that gap must leave the job's replica table."""
+    spec = JobSpec(name=name("gap"), strategy="torch-ddp", replicas={"Master": 1, "Worker": 1},
+                   command=["python", "-c", "import time; time.sleep(30)"])  # fmt: skip
+    backend.submit(spec, build_bundle("pass\n"))
+    worker = f"{spec.name}-worker-0"
+    seen: list = []
+
+    def running(evs) -> bool:
+        return any(e.kind == EventKind.REPLICA and e.replica == "worker-0"
+                   and e.replica_status.pod == worker for e in evs)  # fmt: skip
+
+    stop = threading.Event()
+    timer = threading.Timer(25, stop.set)
+    timer.daemon = True
+    timer.start()
+    gap_at = None
+    try:
+        for ev in backend.watch(spec.name, stop=stop):
+            seen.append(ev)
+            if gap_at is None and running(seen):
+                double.operator.enabled = False  # nobody re-creates the pod
+                with double.store.cond:  # the deletion lands only in compacted history
+                    double.store.delete("core/v1/pods", NAMESPACE, worker)
+                    double.store.compact()
+                double.state.drop_streams()  # the watch resumes from its old version: 410
+                gap_at = len(seen)
+                threading.Timer(3, stop.set).start()
+    finally:
+        timer.cancel()
+    assert gap_at is not None
+    after = [
+        e.replica_status
+        for e in seen[gap_at:]
+        if e.kind == EventKind.REPLICA and e.replica == "worker-0"
+    ]
+    assert after and after[-1].pod is None, after

@@ -59,7 +59,7 @@ class Kubelet:
     def __init__(self, store: Store, scenario: Scenario, workdir: Path) -> None:
         self.store, self.scenario, self.workdir = store, scenario, workdir
         self.procs: dict[tuple[str, str], subprocess.Popen[bytes]] = {}
-        self.started: set[tuple[str, str]] = set()
+        self.started: set[str] = set()  # pod uids: a pod made again under its name is new
         self._told: set[tuple[str, str, str]] = set()  # (ns, object, reason) evented once
         self._rr = itertools.count()
         self._stop = threading.Event()
@@ -87,7 +87,7 @@ class Kubelet:
                 if p["metadata"].get("deletionTimestamp"):
                     self._reap(key)
                 elif (
-                    key not in self.started
+                    p["metadata"]["uid"] not in self.started
                     and (p.get("status") or {}).get("phase", "Pending") == "Pending"
                 ):
                     self._admit(p)
@@ -115,7 +115,7 @@ class Kubelet:
             msg = self.scenario.unschedulable[unsched]
             self._set_status(ns, name, P.unschedulable(msg))
             self._event(ns, "Pod", name, "FailedScheduling", msg)
-            self.started.add((ns, name))
+            self.started.add(pod["metadata"]["uid"])
             return
         if not self._gang_ready(ns, pod) or not self._place(ns, pod):
             return  # tried again next round
@@ -126,9 +126,9 @@ class Kubelet:
                 ns, name, P.pod("Pending", [P.waiting(main["name"], "ImagePullBackOff", msg)])
             )
             self._event(ns, "Pod", name, "Failed", f'Failed to pull image "{image}": not found')
-            self.started.add((ns, name))
+            self.started.add(pod["metadata"]["uid"])
             return
-        self.started.add((ns, name))
+        self.started.add(pod["metadata"]["uid"])
         threading.Thread(target=self._run_pod, args=(self.store.get(PODS, ns, name) or pod,),
                          daemon=True).start()  # fmt: skip
 

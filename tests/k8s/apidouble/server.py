@@ -139,7 +139,7 @@ class Handler(BaseHTTPRequestHandler):
             route(self, method, url.path.rstrip("/"), q)
         except E.ApiError as e:
             self._send(e.code, e.body)
-        except (BrokenPipeError, ConnectionResetError):
+        except OSError:  # the client went away, or drop_streams() cut the connection
             pass
 
     def do_GET(self) -> None:
