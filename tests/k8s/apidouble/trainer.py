@@ -12,7 +12,8 @@ pod override field is the one its release knows (``podSpecOverrides`` v2.0,
 ``podTemplateOverrides`` v2.1, ``runtimePatches`` from v2.2); the API server has pruned
 any other. Pods come from one Indexed Job per replicatedJob, ``<job>-<rjob>-0``, named
 ``<job>-<rjob>-0-<index>-<5 chars>``, hostname without the suffix, subdomain the
-TrainJob. ``dependsOn: Ready`` holds the launcher until the nodes run.
+TrainJob. ``dependsOn: Ready`` holds the launcher until the nodes run, and a finished
+JobSet deletes the Jobs still active (its sshd nodes, say), as JobSet's reconcile does.
 """
 
 from __future__ import annotations
@@ -87,6 +88,10 @@ class TrainerController:
                      "active": sum(J.phase(p) in ("Running", "Pending") for p in by_job.get(r["name"], [])),
                      "suspended": 0} for r in rjobs]  # fmt: skip
         J.write_status(store, res, job, by_job, ctype, msg, statuses)
+        if ctype in ("Complete", "Failed"):  # a finished JobSet deletes its active Jobs
+            for p in pods:
+                if J.phase(p) in ("Running", "Pending"):
+                    store.delete(PODS, ns, p["metadata"]["name"])
 
     def _depends_met(self, rjob: dict[str, Any], by_job: dict[str, list[dict[str, Any]]]) -> bool:
         for dep in rjob.get("dependsOn") or []:
