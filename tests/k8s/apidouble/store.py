@@ -7,6 +7,7 @@ Everything is guarded by one condition variable; watchers and log followers wait
 
 from __future__ import annotations
 
+import builtins
 import copy
 import threading
 import time
@@ -185,7 +186,7 @@ class Store:
             ]
             return items, str(self.rv)
 
-    def events_since(self, rid: str, since: int) -> list[tuple[int, str, dict[str, Any]]]:
+    def events_since(self, rid: str, since: int) -> builtins.list[tuple[int, str, dict[str, Any]]]:
         """History entries of ``rid`` after ``since``; raises Gone when compacted."""
         with self.cond:
             oldest = self.history[0][0] if self.history else self.rv + 1
