@@ -1,4 +1,4 @@
-# %% [markdown]
+# %% [markdown] title
 # # From laptop to cluster
 #
 # Every job in the earlier notebooks ran as local processes. On a Kubernetes cluster
@@ -11,7 +11,7 @@
 # %%
 %load_ext jupyter_ddl
 
-# %% [markdown]
+# %% [markdown] one-object-per
 # ## 1. One object per job kind
 #
 # ### TFJob
@@ -27,7 +27,7 @@ import tensorflow as tf
 with strategy.scope():
     model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(1)])
 
-# %% [markdown]
+# %% [markdown] pytorchjob
 # ### PyTorchJob
 #
 # PyTorch strategies become a `PyTorchJob`: a `Master` (rank 0; its address is the
@@ -39,7 +39,7 @@ with strategy.scope():
 import torch
 model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 1))
 
-# %% [markdown]
+# %% [markdown] mpijob
 # ### MPIJob
 #
 # Horovod becomes an `MPIJob` (`kubeflow.org/v2beta1`, from the mpi-operator): a
@@ -51,7 +51,7 @@ model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 1))
 import horovod.torch as hvd
 hvd.init()
 
-# %% [markdown]
+# %% [markdown] trainjob-kubeflow-trainer
 # ### TrainJob (Kubeflow Trainer v2)
 #
 # Kubeflow Trainer v2 replaces the per-framework kinds with one `TrainJob` that refers
@@ -65,7 +65,7 @@ hvd.init()
 import torch
 model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 1))
 
-# %% [markdown]
+# %% [markdown] gang-scheduling-all
 # ## 2. Gang scheduling: all pods or none
 #
 # A synchronous job (DDP, MultiWorkerMirrored, Horovod) cannot take a single step
@@ -105,7 +105,7 @@ for gang in (False, True):
 deadlock_without_gang = not startable[False]
 deadlock_with_gang = not startable[True]
 
-# %% [markdown]
+# %% [markdown] gang-scheduling-all-more
 # Without gang scheduling, each job holds two GPUs and waits forever for two more.
 # With it, `job-b` places nothing and waits in the queue; when `job-a` ends and frees
 # its GPUs, `job-b` starts. Both finish.
@@ -124,7 +124,7 @@ deadlock_with_gang = not startable[True]
 %%distribute --strategy torch-ddp --replicas 4 --gpus 1 --gang --queue research --priority high --dry-run
 import torch
 
-# %% [markdown]
+# %% [markdown] what-the-image
 # ## 3. What the image builder pushes
 #
 # A cluster cannot read your notebook, so the code has to travel. With a registry
@@ -154,7 +154,7 @@ print("layer digest:", layer.digest, f"({layer.size} bytes compressed)")
 same_digest_twice = build_layer(build_bundle("print('hello from', rank)\n")).digest == layer.digest
 print("same code, same digest:", same_digest_twice)
 
-# %% [markdown]
+# %% [markdown] what-the-image-more
 # Besides the layer, only the image's configuration changes: the command runs the
 # entry point, the working directory is the code folder, and a few labels record the
 # code digest and the base image. None of the notebook's environment variables go
@@ -170,7 +170,7 @@ print("working dir:", changes.working_dir)
 print("env added:  ", changes.env)
 print("labels:     ", changes.labels)
 
-# %% [markdown]
+# %% [markdown] what-the-image-more-more
 # Without a registry, the bundle goes into a **ConfigMap** mounted into every pod of
 # the job instead: no push, but limited to about 1 MB of code.
 #
@@ -193,7 +193,7 @@ print("labels:     ", changes.labels)
 # %%
 %ddl config
 
-# %% [markdown]
+# %% [markdown] the-same-from
 # ## The same from Python
 #
 # The magics are a thin layer over one Python API, `JobManager`; scripts and tests can

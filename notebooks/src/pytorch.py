@@ -1,4 +1,4 @@
-# %% [markdown]
+# %% [markdown] title
 # # PyTorch: DataParallel, DDP, torchrun and Ignite
 #
 # PyTorch has two ways to train one model on several devices:
@@ -17,7 +17,7 @@
 # %%
 %load_ext jupyter_ddl
 
-# %% [markdown]
+# %% [markdown] shared-code
 # ## Shared code
 #
 # These definitions run in the notebook kernel and travel with every `%%distribute`
@@ -55,7 +55,7 @@ def checksum(model):
     """One number that changes if any weight differs."""
     return sum(p.detach().double().sum().item() for p in model.parameters())
 
-# %% [markdown]
+# %% [markdown] shared-code-more
 # A small helper for reading results back. Every replica prints its `report(...)`
 # values into its log; this collects them per replica.
 
@@ -79,7 +79,7 @@ def results():
         "reports": [{"replica": replica, **values} for replica, values in reported],
     }
 
-# %% [markdown]
+# %% [markdown] dataparallel-one-replica
 # ## 1. DataParallel: one replica
 #
 # `torch-dp` runs one replica (a PyTorchJob with just a Master). With no GPU,
@@ -100,7 +100,7 @@ report(loss=loss, checksum=checksum(model))
 dp = results()
 dp
 
-# %% [markdown]
+# %% [markdown] distributeddataparallel-two-replicas
 # ## 2. DistributedDataParallel: two replicas
 #
 # Two processes (a Master and one Worker). Three things make it data parallel:
@@ -132,7 +132,7 @@ report(loss=loss, checksum=checksum(model))
 ddp = results()
 ddp
 
-# %% [markdown]
+# %% [markdown] distributeddataparallel-two-replicas-more
 # The losses differ (each rank measured its own last batch), the checksums do not:
 # every rank applied the same averaged gradients.
 #
@@ -155,7 +155,7 @@ ddp
 import torch
 model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 1).to(device))
 
-# %% [markdown]
+# %% [markdown] torchrun-and-nprocpernode
 # ## 4. torchrun and `nprocPerNode`
 #
 # A replica is one pod, and one pod may have several GPUs. With `--nproc-per-node 2`,
@@ -181,7 +181,7 @@ report(global_rank=dist.get_rank(), world=dist.get_world_size(), allreduce=ones.
 torchrun = results()
 torchrun
 
-# %% [markdown]
+# %% [markdown] pytorch-ignite-s
 # ## 5. PyTorch Ignite's `idist`
 #
 # `ignite.distributed` (`idist`) wraps the same machinery in a few helpers:
@@ -219,14 +219,14 @@ with idist.Parallel(backend="gloo") as parallel:
 ignite_run = results()
 ignite_run
 
-# %% [markdown]
+# %% [markdown] pytorch-ignite-s-more
 # Every job of this notebook is still listed, with its state; `%ddl logs NAME` shows a
 # replica's full log, `%ddl delete NAME` removes a job and its files.
 
 # %%
 %ddl list
 
-# %% [markdown]
+# %% [markdown] what-we-saw
 # ## What we saw
 #
 # A summary of the five runs (the test suite checks these values):

@@ -1,4 +1,4 @@
-# %% [markdown]
+# %% [markdown] title
 # # Quickstart: one cell, two processes
 #
 # This notebook trains a tiny model with PyTorch **DistributedDataParallel** (DDP) on
@@ -10,7 +10,7 @@
 # %%
 %load_ext jupyter_ddl
 
-# %% [markdown]
+# %% [markdown] title-more
 # `%%distribute` on the first line turns the cell into a job. `--strategy torch-ddp`
 # picks PyTorch DDP, `--replicas 2` asks for two processes, and `--wait` keeps the cell
 # busy until the job ends (without it the cell returns at once and the job runs in the
@@ -46,7 +46,7 @@ checksum = sum(p.sum().item() for p in model.parameters())
 report(step=step, loss=loss.item(), checksum=checksum)
 print(f"replica {rank} of {world_size}: final loss {loss.item():.4f}, weights checksum {checksum:.6f}")
 
-# %% [markdown]
+# %% [markdown] title-more-more
 # Each replica saw different data, so their losses differ a little, but DDP kept their
 # weights identical: the checksums agree. The job, its logs and its metrics stay
 # available after the cell ends; `%ddl list` shows every job, `%ddl logs NAME` a

@@ -1,4 +1,4 @@
-# %% [markdown]
+# %% [markdown] title
 # # TensorFlow: three strategies, one training function
 #
 # `tf.distribute` hides the distribution behind a **strategy** object: you build and
@@ -18,7 +18,7 @@
 # %%
 %load_ext jupyter_ddl
 
-# %% [markdown]
+# %% [markdown] the-training-function
 # ## The training function
 #
 # A linear model learns `y = x · [1..8]` from 2,048 generated samples. The data is
@@ -50,7 +50,7 @@ def train(strategy, epochs=4, steps=25):
     history = model.fit(data, epochs=epochs, steps_per_epoch=steps, verbose=2)
     return history.history["loss"][-1]
 
-# %% [markdown]
+# %% [markdown] the-training-function-more
 # A small helper for reading results back. Every replica prints its `report(...)`
 # values into its log; this collects them per replica.
 
@@ -74,7 +74,7 @@ def results():
         "reports": [{"replica": replica, **values} for replica, values in reported],
     }
 
-# %% [markdown]
+# %% [markdown] mirroredstrategy-one-process
 # ## 1. MirroredStrategy: one process
 #
 # One replica. With GPUs, MirroredStrategy copies the model onto each of them and sums
@@ -90,7 +90,7 @@ report(loss=loss, replicas=strategy.num_replicas_in_sync)
 mirrored = results()
 mirrored
 
-# %% [markdown]
+# %% [markdown] multiworkermirroredstrategy-two-workers
 # ## 2. MultiWorkerMirroredStrategy: two workers in lock step
 #
 # Two processes, each with a full copy of the model. After every step they all-reduce
@@ -110,7 +110,7 @@ report(loss=loss, replicas=strategy.num_replicas_in_sync)
 multi_worker = results()
 multi_worker
 
-# %% [markdown]
+# %% [markdown] multiworkermirroredstrategy-two-workers-more
 # Both workers report the same loss: Keras averages it over the global batch (both
 # workers' shares), and their weights are identical after every step.
 #
@@ -136,7 +136,7 @@ report(loss=loss, replicas=strategy.num_replicas_in_sync)
 parameter_server = results()
 parameter_server
 
-# %% [markdown]
+# %% [markdown] multiworkermirroredstrategy-two-workers-more-more
 # The chief's log has the training; the PS and the worker only said they were serving.
 # `%ddl logs` shows any replica's full log (`$name` passes a Python variable to a
 # magic):
@@ -145,7 +145,7 @@ parameter_server
 ps_job = parameter_server["job"]
 %ddl logs $ps_job --replica ps-0
 
-# %% [markdown]
+# %% [markdown] roles-and-tf
 # ## Roles and `TF_CONFIG`, seen from inside the replicas
 #
 # How does each process know who it is? On Kubernetes the TFJob operator sets one
@@ -173,7 +173,7 @@ report(role_index=task["index"], roles=len(config["cluster"]))
 tf_config = results()
 sorted(tf_config["replicas"])
 
-# %% [markdown]
+# %% [markdown] roles-and-tf-more
 # On a cluster the addresses are the DNS names of the pods' services instead. This is
 # what the operator would give each replica of a ParameterServer job named `mnist` in
 # namespace `team-a` (computed here, nothing runs):
@@ -188,7 +188,7 @@ endpoints = cluster_endpoints(spec, namespace="team-a")
 for role, index in replica_ids(spec):
     print(f"{role}-{index}:", replica_env(spec, role, index, endpoints)["TF_CONFIG"])
 
-# %% [markdown]
+# %% [markdown] what-we-saw
 # ## What we saw
 #
 # The same `train` function ran under three strategies; only the `%%distribute` line
