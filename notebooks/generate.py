@@ -173,7 +173,9 @@ def outputs() -> dict[Path, str]:
     for lang in tr.languages():
         for stem in source_names():
             eng = english(stem)
-            texts, fallback = tr.texts(eng, tr.load(lang.code, stem)) if lang.code != tr.ENGLISH else (eng, 0)
+            texts, fallback = (
+                tr.texts(eng, tr.load(lang.code, stem)) if lang.code != tr.ENGLISH else (eng, 0)
+            )
             note = lang.note if fallback and lang.pending else ""
             if stem == GUIDE:
                 suffix = "" if lang.code == tr.ENGLISH else f".{lang.code}"

@@ -5,7 +5,7 @@ YAML file per source in ``notebooks/i18n/<lang>/<source>.yaml``, one entry per t
 key of that source::
 
     intro:
-      source: 3f1c0a9e2b      # fingerprint of the English this entry translates
+      source: '3f1c0a9e2b'    # fingerprint of the English this entry translates
       text: |-
         (the translation, Markdown)
 
@@ -81,7 +81,13 @@ def load(lang: str, source: str, root: Path = I18N) -> dict[str, dict[str, str |
     if not path.exists():
         return {}
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    return {str(k): dict(v or {}) for k, v in data.items()}
+    out = {}
+    for key, value in data.items():
+        entry = dict(value or {})
+        if entry.get("source") is not None:  # a fingerprint of digits reads as a number
+            entry["source"] = str(entry["source"])
+        out[str(key)] = entry
+    return out
 
 
 def check(english: dict[str, str], entries: dict[str, dict[str, str | None]]) -> Problems:
@@ -123,8 +129,12 @@ def dump(english: dict[str, str], entries: dict[str, dict[str, str | None]]) -> 
     keys = list(english) + [k for k in entries if k not in english]
     for key in keys:
         entry = entries.get(key) or {}
-        source = entry.get("source") or fingerprint(english.get(key, ""))
-        lines += [f"{key}:", f"  source: {source}"]
+        source = (
+            entry["source"]
+            if entry.get("source") is not None
+            else fingerprint(english.get(key, ""))
+        )
+        lines += [f"{key}:", f"  source: '{source}'"]
         text = entry.get("text")
         if not text:
             lines.append("  text: null")
@@ -153,7 +163,11 @@ def accept(lang: str, source: str, english: dict[str, str], root: Path = I18N) -
     entries = load(lang, source, root)
     changed = 0
     for key, entry in entries.items():
-        if entry.get("text") and key in english and entry.get("source") != fingerprint(english[key]):
+        if (
+            entry.get("text")
+            and key in english
+            and entry.get("source") != fingerprint(english[key])
+        ):
             entry["source"] = fingerprint(english[key])
             changed += 1
     path_of(lang, source, root).write_text(dump(english, entries), encoding="utf-8")

@@ -64,7 +64,8 @@ dist.all_reduce(total)  # ranks 0 and 1 wait here for rank 2
 print("not reached", flush=True)
 
 # %% [markdown] crash-who
-# `%ddl status` lists every replica: its state, its exit code and its last lines.
+# `%ddl status` lists every replica with its state, restarts and exit code; the
+# job's one-line message comes first.
 
 # %%
 crashed = _ddl_job
