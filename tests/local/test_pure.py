@@ -33,7 +33,10 @@ def test_bundle_is_deterministic_and_runnable_layout():
     a = build_bundle("print(1)", requirements=["tqdm", "tqdm", " "], notebook="n.ipynb")
     b = build_bundle("print(1)", requirements=["tqdm"], notebook="n.ipynb")
     assert a.digest == b.digest and a.requirements == ["tqdm"]
-    assert set(a.files) == {"cell.py", "main.py", "ddl_runtime.py", "ddl_spawn.py"} and a.entrypoint == "main.py"
+    assert (
+        set(a.files) == {"cell.py", "main.py", "ddl_runtime.py", "ddl_spawn.py"}
+        and a.entrypoint == "main.py"
+    )
     assert a.files["cell.py"] == b"print(1)\n"
     imported = {
         (n.module if isinstance(n, ast.ImportFrom) else n.names[0].name) or ""
