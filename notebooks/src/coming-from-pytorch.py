@@ -105,6 +105,7 @@ print(ddp_state, ddp)
 # %%
 %%distribute --strategy horovod --workers 2 --wait
 import os
+import shutil
 import tempfile
 
 import torch
@@ -142,6 +143,8 @@ for epoch in range(30):
 
 weights = sum(p.detach().double().sum().item() for p in model.parameters())
 written = sorted(os.listdir(checkpoint_dir)) if hvd_rank == 0 else []
+if hvd_rank == 0:  # a real job keeps them on a shared volume; this one tidies up
+    shutil.rmtree(checkpoint_dir)
 print(f"rank {hvd_rank}/{hvd_size}: lr {opt.param_groups[0]['lr']}, loss {loss.item():.4f}, "
       f"checkpoints {written}")
 report(lr=opt.param_groups[0]["lr"], loss=loss.item(), weights=weights, checkpoints=len(written))
