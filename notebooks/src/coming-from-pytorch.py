@@ -216,36 +216,31 @@ print(ignite_state, ignite)
 # On one machine the source notebook's line is just
 # `idist.Parallel(backend="gloo", nproc_per_node=2)`. Run it in a job of a single
 # replica (`%%distribute --strategy ignite --replicas 1 --wait`, a Master alone).
-# **Expected:** two processes, ranks 0 and 1 of a world of 2, with the same weights.
+# **Expected:** two processes, ranks 0 and 1 of a world of 2, both in `master-0`'s log
+# (they share the replica); each prints a sum of ranks of 1.0.
 # In a job of several replicas that line would make every replica a "node 0" of its
 # own world on the same rendezvous port: the replicas then collide. That is why the
 # cell above names the node.
 
 # %% solution
-# The single-replica job, submitted through the API with exactly one Master (what
-# `--replicas 1` means) and the Colab line unchanged.
-import time
-import uuid
-
-from jupyter_ddl.bundle import build_bundle
-from jupyter_ddl.models import JobSpec
-
-colab = '''
+%%distribute --strategy ignite --replicas 1 --wait
 import ignite.distributed as idist
+
 
 def training(local_rank, config):
     total = idist.all_reduce(float(idist.get_rank()))
     print(f"rank {idist.get_rank()} of {idist.get_world_size()}: sum of ranks {total}")
     report(colab_rank=idist.get_rank(), world=idist.get_world_size())
 
+
 with idist.Parallel(backend="gloo", nproc_per_node=2) as parallel:
     parallel.run(training, {})
-'''
-single = f"ignite-colab-{uuid.uuid4().hex[:5]}"
-jobs.submit(JobSpec(name=single, strategy="ignite", replicas={"Master": 1, "Worker": 0}),
-            build_bundle(colab))
-colab_state, colab_reports = jobs.wait(single, timeout=300).state.value, jobs.reports(single)
+
+# %% solution
+colab_state, colab_reports = reports(_ddl_job)
 print(colab_state, colab_reports)
+assert colab_state == "Succeeded" and [r for r, _ in colab_reports] == ["master-0", "master-0"]
+assert sorted(int(v["colab_rank"]) for _, v in colab_reports) == [0, 1]
 
 # %% [markdown] summary
 # ## What we saw
@@ -265,6 +260,7 @@ outcome = {
     "horovod_agree": agree(hvd) and len(hvd) == 2,
     "ignite_ranks": sorted(int(values["ignite_rank"]) for _, values in ignite),
     "ignite_agree": agree(ignite),
+    "colab_ranks": sorted(int(v["colab_rank"]) for _, v in colab_reports),
 }
 outcome["ok"] = (
     set(outcome["states"].values()) == {"Succeeded"}
@@ -274,5 +270,6 @@ outcome["ok"] = (
     and outcome["horovod_agree"]
     and outcome["ignite_ranks"] == [0, 1, 2, 3]
     and outcome["ignite_agree"]
+    and outcome["colab_ranks"] == [0, 1]
 )
 outcome

@@ -84,7 +84,7 @@ print(jobs.get(keras_job).state.value, keras)
 #
 # | Fairing | what it did | jupyter-ddl |
 # |---|---|---|
-# | **preprocessor** (`python`, `notebook`, `full_notebook`, `function`) | chose the files to ship: a script, the notebook converted to Python, or one function with a generated shim | **capture**: the cell plus the earlier definitions it uses, the runtime shim and an entry point (`cell.py`, `ddl_runtime.py`, `main.py`); `!pip install` lines become requirements |
+# | **preprocessor** (`python`, `notebook`, `full_notebook`, `function`) | chose the files to ship: a script, the notebook converted to Python, or one function with a generated shim | **capture**: the cell plus the earlier definitions it uses, the runtime shim and an entry point (`cell.py`, `ddl_runtime*.py`, `ddl_spawn.py`, `main.py`); `!pip install` lines become requirements |
 # | **builder** `docker` / `cluster` | built an image with a local Docker daemon, or in the cluster | not needed |
 # | **builder** `append` | appended the files as one new layer to a base image and pushed only that layer, with no Docker daemon | the **image builder**: the same idea, one deterministic layer appended to the framework's base image; base layers are mounted registry-side, never downloaded (see `laptop-to-cluster.ipynb`) |
 # | **deployer** `tfjob`, `pytorchjob` (+ `pod_spec_mutators` for GPUs, CPU, memory, volumes) | created the job object and streamed its logs | **submit**: TFJob / PyTorchJob / MPIJob / TrainJob from the `%%distribute` flags (`--gpus`, `--cpu`, `--memory`...), logs of every replica in the cell |

@@ -281,10 +281,11 @@ import torch
 # is asked to mount them, or they are copied registry to registry. No Docker daemon is
 # involved.
 #
-# The bundle is four files: the captured code (`cell.py`: the cell and the
-# definitions it uses), the runtime (`ddl_runtime.py`, which sets up the strategy in
-# every replica, and `ddl_spawn.py`, for processes the cell starts itself) and the
-# entry point (`main.py`). This is the "append" builder of Kubeflow Fairing (see
+# The bundle is five files: the captured code (`cell.py`: the cell and the
+# definitions it uses), the runtime (`ddl_runtime.py` and its torch part
+# `ddl_runtime_torch.py`, which set up the strategy in every replica, and
+# `ddl_spawn.py`, for processes the cell starts itself) and the entry point
+# (`main.py`). This is the "append" builder of Kubeflow Fairing (see
 # `coming-from-tensorflow.ipynb`), done without its SDK. The layer is built deterministically
 # (fixed times, owners and order), so the same code gives the same digest, the same
 # image tag, and nothing to upload the second time:

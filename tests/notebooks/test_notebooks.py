@@ -342,6 +342,8 @@ def test_coming_from_pytorch_runs_each_source_shape(run_notebook, lang):
     assert outcome["horovod_lr"] == [0.1]  # 0.05 x 2 processes
     assert outcome["horovod_checkpoints"] == [0, 3]  # rank 0 wrote every checkpoint
     assert outcome["ignite_ranks"] == [0, 1, 2, 3] and outcome["ignite_agree"] is True
+    # The Colab line, unchanged, in a single replica: two spawned processes.
+    assert outcome["colab_ranks"] == [0, 1]
     assert outcome["ok"] is True
 
 
