@@ -13,8 +13,9 @@ from .models import CodeBundle
 
 CELL = "cell.py"
 RUNTIME = "ddl_runtime.py"
+SPAWN = "ddl_spawn.py"  # the cell's definitions for processes the cell spawns (main.py)
 #: every file of the shim, shipped side by side (``RUNTIME`` imports the others)
-RUNTIME_FILES = (RUNTIME, "ddl_runtime_torch.py")
+RUNTIME_FILES = (RUNTIME, "ddl_runtime_torch.py", SPAWN)
 ENTRYPOINT = "main.py"
 
 # The entry point every replica runs. It finds the shim next to itself, so the
@@ -32,6 +33,10 @@ import ddl_runtime  # noqa: E402
 
 if __name__ == "__main__":
     ddl_runtime.main(os.path.join(_here, "cell.py"), globals())
+elif __name__ == "__mp_main__":  # a process the cell spawned: define what it unpickles
+    import ddl_spawn
+
+    ddl_spawn.define_cell(os.path.join(_here, "cell.py"), globals())
 '''
 
 
