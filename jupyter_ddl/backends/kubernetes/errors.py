@@ -163,8 +163,9 @@ def transport_reason(exc: BaseException, *, connect_s: float, read_s: float | No
     if "SSLError" in names or "SSLCertVerificationError" in names:
         chain = _reason_chain(exc)
         verify = next((e for e in chain if type(e).__name__ == "SSLCertVerificationError"), None)
-        if verify is not None and getattr(verify, "verify_message", None):
-            return f"TLS failed (certificate verify failed: {verify.verify_message})"
+        why = getattr(verify, "verify_message", None)
+        if why:
+            return f"TLS failed (certificate verify failed: {why})"
         return f"TLS failed ({_first_line(str(chain[-1]))})"
     if "ConnectionRefusedError" in names or "Connection refused" in texts:
         return "connection refused"
