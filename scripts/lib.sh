@@ -53,9 +53,17 @@ TORCH_INDEX=https://download.pytorch.org/whl/cpu
 torch_requirement() {
   if [ "$(uname -s)" = Linux ]; then echo "torch==2.13.0+cpu"; else echo "torch==2.13.0"; fi
 }
+# The index, when it answers: where it does not (an offline mirror, a wheel cache),
+# pip would retry it for every package; the +cpu pin still refuses any CUDA build.
+torch_index_args() {
+  "$PY" - "$TORCH_INDEX/" <<'PYEOF' >/dev/null 2>&1 && echo "--extra-index-url $TORCH_INDEX"
+import sys, urllib.request
+urllib.request.urlopen(sys.argv[1], timeout=5)
+PYEOF
+}
 ensure_torch() {
   "$PY" -c 'import torch, sys; sys.exit(torch.__version__.split("+")[0] != "2.13.0")' 2>/dev/null \
-    || pipi --retries 1 --extra-index-url "$TORCH_INDEX" "$(torch_requirement)" numpy
+    || pipi $(torch_index_args) "$(torch_requirement)" numpy
 }
 
 # Seconds since the script started, for the timing lines.
