@@ -114,10 +114,13 @@ class JobManager:
                 skipped.append(why)
                 continue
             try:
-                yield self.backend(name)
+                backend = self.backend(name)
             except Exception as e:  # noqa: BLE001 - not installed / not configured / a bug
                 skipped.append(self._mark_down(name, e))
+                continue
+            yield backend
 
+    # -- jobs -----------------------------------------------------------------
     def submit(self, spec: JobSpec, bundle: CodeBundle) -> JobHandle:
         """Validate, then start the job on ``spec.backend``. Raises ValidationError
         (every problem listed), JobConflict, ResourceError, BackendUnavailable."""
