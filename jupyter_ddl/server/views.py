@@ -10,11 +10,14 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError
 from ..metrics import parse_metric_line
 from ..models import Capabilities, JobSpec, JobState, JobStatus, LogLine
+
+if TYPE_CHECKING:
+    from ..manager import JobList
 
 
 def parse_states(raw: str | None) -> set[JobState] | None:
@@ -76,6 +79,17 @@ def job_summary(status: JobStatus, now: float | None = None) -> dict[str, Any]:
         "notebook": status.notebook,
         "message": status.message,
         "metrics": dict(status.metrics),
+    }
+
+
+def job_list(
+    listing: JobList, states: set[JobState] | None = None, now: float | None = None
+) -> dict[str, Any]:
+    """The job list: rows (filtered by ``states``) plus ``unavailable``, one entry per
+    backend that could not be asked (``{"backend", "error", "message"}``)."""
+    return {
+        "jobs": [job_summary(j, now) for j in listing.jobs if states is None or j.state in states],
+        "unavailable": [u.to_dict() for u in listing.unavailable],
     }
 
 

@@ -10,7 +10,14 @@ import { IPoll, Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { requestAPI } from './request';
-import { IJobDetail, IJobSummary, IMetricPoint, IMetricsPage } from './tokens';
+import {
+  IJobDetail,
+  IJobList,
+  IJobSummary,
+  IMetricPoint,
+  IMetricsPage,
+  IUnavailable
+} from './tokens';
 
 /** How much slower to poll when nothing is running. */
 const IDLE_FACTOR = 5;
@@ -39,6 +46,11 @@ export class JobsModel implements IDisposable {
 
   get error(): string | null {
     return this._error;
+  }
+
+  /** Backends the last poll could not ask, each with its one-line reason. */
+  get unavailable(): IUnavailable[] {
+    return this._unavailable;
   }
 
   get changed(): ISignal<this, void> {
@@ -70,8 +82,9 @@ export class JobsModel implements IDisposable {
 
   private async _fetch(): Promise<void> {
     try {
-      const reply = await requestAPI<{ jobs: IJobSummary[] }>('jobs');
+      const reply = await requestAPI<IJobList>('jobs');
       this._jobs = reply.jobs;
+      this._unavailable = reply.unavailable ?? [];
       this._error = null;
     } catch (error) {
       this._error = (error as Error).message;
@@ -83,6 +96,7 @@ export class JobsModel implements IDisposable {
   }
 
   private _jobs: IJobSummary[] = [];
+  private _unavailable: IUnavailable[] = [];
   private _error: string | null = null;
   private _interval: number;
   private _poll: Poll;

@@ -1,6 +1,8 @@
 /**
  * The sidebar: every job the server reports, one row each (state icon, name,
- * strategy, replicas ready/total, elapsed time). Clicking a row opens the job view.
+ * strategy, replicas ready/total, elapsed time), and one line per backend the server
+ * could not ask (a cluster that is down hides no local job). Clicking a row opens the
+ * job view.
  */
 import { CommandRegistry } from '@lumino/commands';
 import { Widget } from '@lumino/widgets';
@@ -27,6 +29,8 @@ export class JobsPanel extends Widget {
     this.node.appendChild(header);
     this.node.appendChild(this._status);
     this._status.className = 'jp-DDL-panel-status';
+    this._unavailable.className = 'jp-DDL-unavailable';
+    this.node.appendChild(this._unavailable);
     this._list.className = 'jp-DDL-joblist';
     this.node.appendChild(this._list);
     this._model.changed.connect(this._render, this);
@@ -43,6 +47,13 @@ export class JobsPanel extends Widget {
       this._model.error ?? (jobs.length ? '' : 'No jobs yet: run a %%distribute cell.');
     this._status.classList.toggle('jp-DDL-error', !!this._model.error);
     this._list.replaceChildren(...jobs.map(job => this._row(job)));
+    this._unavailable.replaceChildren(
+      ...this._model.unavailable.map(u => {
+        const line = el('li', 'jp-DDL-unavailable-line', u.message);
+        line.dataset.backend = u.backend;
+        return line;
+      })
+    );
   }
 
   private _row(job: IJobSummary): HTMLElement {
@@ -63,5 +74,6 @@ export class JobsPanel extends Widget {
   }
 
   private _status = el('div');
+  private _unavailable = el('ul');
   private _list = el('ul');
 }

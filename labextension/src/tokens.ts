@@ -38,6 +38,21 @@ export interface IJobSummary {
   metrics: Record<string, number>;
 }
 
+/** A backend the server could not ask (not installed, not configured, not answering). */
+export interface IUnavailable {
+  backend: string;
+  error: string;
+  /** One line naming the cause and the next step. */
+  message: string;
+}
+
+/** `GET jobs`: the jobs it has, and the backends it could not ask. */
+export interface IJobList {
+  jobs: IJobSummary[];
+  /** Absent from servers older than this field. */
+  unavailable?: IUnavailable[];
+}
+
 export interface IReplica {
   id: string;
   role: string;

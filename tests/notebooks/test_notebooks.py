@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 import time
 
 import nbformat
@@ -170,7 +171,7 @@ def test_quickstart_script(notebook_env):
     stored = (NOTEBOOKS / "quickstart.ipynb").read_bytes()
     proc = subprocess.run(
         [str(REPO / "scripts" / "quickstart")],
-        env={**os.environ, "SKIP_SETUP": "1"},
+        env={**os.environ, "SKIP_SETUP": "1", "PYTHON": sys.executable},  # this interpreter
         capture_output=True,
         text=True,
         timeout=380,
