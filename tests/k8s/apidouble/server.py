@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, urlparse
 from . import errors as E
 from .admission import causes
 from .resources import METRICS, Catalog, Resource
+from .routes import flag
 from .store import Gone, Store
 
 USER = "system:serviceaccount:team-a:default-editor"
@@ -158,7 +159,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_list(self, res: Resource, ns: str | None, q: dict[str, str]) -> None:
         if res is METRICS:
             return self._send(200, self._metrics(ns or "", q))
-        if q.get("watch") in ("true", "1"):
+        if flag(q, "watch"):
             return self.do_watch(res, ns, q)
         items, rv = self.state.store.list(
             res.rid, ns, q.get("labelSelector"), q.get("fieldSelector")
