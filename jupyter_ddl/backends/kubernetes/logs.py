@@ -1,4 +1,4 @@
-"""Reading pod logs: one container at a time, followed or not.
+"""Reading pod logs: one container at a time (following many at once: ``multiplex``).
 
 Lines are asked for with ``timestamps=true`` so a watcher can drop lines written
 before it started (``from_start=False``) and measure latency, and so a broken stream
@@ -10,15 +10,14 @@ from __future__ import annotations
 import datetime
 import functools
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from .connection import Connection
 from .errors import from_api_exception
 
 #: the kubelet's answer for a container that has not started; not an error for us
-_NOT_STARTED = ("is waiting to start", "ContainerCreating", "PodInitializing")
+NOT_STARTED = ("is waiting to start", "ContainerCreating", "PodInitializing")
 
 
 @functools.lru_cache(maxsize=64)
@@ -92,7 +91,7 @@ def read_container(
         resp = conn.client("CoreV1Api").read_namespaced_pod_log(pod, conn.namespace, **kwargs)
     except ApiException as e:
         if e.status == 404 or (
-            e.status == 400 and any(s in str(e.body) for s in _NOT_STARTED + ("not found",))
+            e.status == 400 and any(s in str(e.body) for s in NOT_STARTED + ("not found",))
         ):
             return
         raise from_api_exception(
@@ -107,48 +106,3 @@ def read_container(
             yield None if line is None else split_timestamp(line)
     finally:
         resp.release_conn()
-
-
-def follow_container(
-    conn: Connection,
-    pod: str,
-    container: str | None,
-    emit: Callable[[list[tuple[float | None, str]]], bool],
-    *,
-    still_running: Callable[[], bool],
-    stop: threading.Event,
-    skip: int = 0,
-) -> int:
-    """Follow one container until it ends, resuming a broken stream without repeats.
-
-    ``emit`` gets the lines of each network chunk at once (one queue hand-off per
-    chunk, not per line: thousands of lines/s) and returns False to stop early.
-    Returns how many lines were delivered.
-    """
-    import urllib3
-
-    delivered, delay = skip, 0.2
-    while not stop.is_set():
-        seen, batch = 0, []  # type: tuple[int, list[tuple[float | None, str]]]
-        try:
-            for item in read_container(conn, pod, container, follow=True, stop=stop, marks=True):
-                if item is None:
-                    if batch and not emit(batch):
-                        return delivered
-                    batch = []
-                    continue
-                seen += 1
-                if seen <= delivered:
-                    continue  # already delivered before a reconnect
-                delivered += 1
-                batch.append(item)
-            if batch and not emit(batch):
-                return delivered
-            if not still_running():
-                return delivered
-        except (urllib3.exceptions.HTTPError, OSError):
-            if not still_running():
-                return delivered
-        time.sleep(delay)  # the stream ended while the container runs: reconnect
-        delay = min(delay * 2, 5.0)
-    return delivered

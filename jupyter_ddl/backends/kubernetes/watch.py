@@ -4,10 +4,11 @@ metrics, CPU/memory samples and waiting reasons, merged into JobEvents.
 Concurrency model: small daemon threads produce raw items into ONE bounded queue
 (producers block when the consumer is slow, so memory stays bounded): a list+watch of
 the job object, a list+watch of its pods by the operator's labels, a watch of Warning
-events, a metrics.k8s.io poller, and one follower per container (a restarted container
-has a new ID and gets a new follower). The consumer (``events()``, the caller's thread)
-folds items into JobStatus and yields events. Watches re-list on 410 Gone and reconnect
-with backoff.
+events, a metrics.k8s.io poller, and the log multiplexer (``multiplex``: one selector
+thread and a few opener threads follow every container, however many pods; a restarted
+container has a new ID and gets a new follower). The consumer (``events()``, the
+caller's thread) folds items into JobStatus and yields events. Watches read the API's
+raw JSON lines (no model objects), re-list on 410 Gone and reconnect with backoff.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from ...metrics import parse_metric_line
 from ...models import EventKind, JobEvent, JobState, JobStatus, LogLine, ReplicaStatus
 from . import status as S
 from .connection import Connection
-from .logs import follow_container
+from .logs import iter_lines
+from .multiplex import LogMultiplexer, Stream
 from .reasons import event_waiting
 from .usage import poll_usage
 
@@ -47,7 +49,11 @@ class JobWatcher:
         self.q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize)
         self.job: dict[str, Any] | None = None
         self.pods: dict[str, dict[str, Any]] = {}
-        self.followers: dict[str, threading.Thread] = {}  # container ID -> thread
+        self.followers: dict[str, Stream] = {}  # container ID -> its follower
+        self._last_follower: dict[str, Stream] = {}  # replica id -> its latest follower
+        self._mux: LogMultiplexer | None = None
+        self._watches: set[Any] = set()  # open watch responses, cut when we stop
+        self._wlock = threading.Lock()
         self.offsets: dict[str, int] = {}  # replica id -> next line offset
         self.last_lines: dict[str, deque[str]] = {}
         self.pod_ids: dict[str, str] = {}  # pod name -> replica id
@@ -71,38 +77,27 @@ class JobWatcher:
         t.start()
         return t
 
-    def _list_watch(
-        self,
-        tag: str,
-        list_fn: Callable[..., Any],
-        to_dict: Callable[[Any], dict[str, Any]],
-        **kw: Any,
-    ) -> None:
-        """List, then watch from the list's resourceVersion; re-list on 410, back off on errors."""
-        from kubernetes import watch
+    def _list_watch(self, tag: str, list_fn: Callable[..., Any], **kw: Any) -> None:
+        """List, then watch from the list's resourceVersion; re-list on 410, back off on
+        errors. Reads the raw JSON (``_preload_content=False``): objects stay dicts, and
+        the client's own watch helper (which buffers whole reads with some urllib3
+        versions, so events arrive late) is not involved."""
         from kubernetes.client import ApiException
 
         delay, rv = 0.2, None
         while not (self.stop.is_set() or self._halt.is_set()):
             try:
                 if rv is None:
-                    listing = list_fn(**kw)
-                    listing = (
-                        listing
-                        if isinstance(listing, dict)
-                        else self.conn.api.sanitize_for_serialization(listing)
-                    )
+                    resp = list_fn(_preload_content=False, **kw)
+                    try:
+                        listing = json.loads(resp.data)
+                    finally:
+                        resp.release_conn()
                     for item in listing.get("items") or []:
-                        self._put((tag, ("ADDED", to_dict(item))))
+                        self._put((tag, ("ADDED", item)))
                     rv = listing["metadata"]["resourceVersion"]
                     self._put((tag + "-synced", None))
-                w = watch.Watch()
-                for ev in w.stream(list_fn, resource_version=rv, timeout_seconds=30, **kw):
-                    obj = to_dict(ev["object"])
-                    rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
-                    if not self._put((tag, (ev["type"], obj))):
-                        w.stop()
-                        return
+                rv = self._watch_from(tag, list_fn, rv, **kw)
                 delay = 0.2
             except ApiException as e:
                 if e.status == 410:
@@ -111,14 +106,51 @@ class JobWatcher:
                 if e.status in (403, 404):
                     self._put(("error", (tag, e)))
                     return
-                time.sleep(delay)
+                self._halt.wait(delay)
                 delay = min(delay * 2, 10.0)
             except Exception:  # noqa: BLE001 - network trouble of any kind: reconnect
-                time.sleep(delay)
+                self._halt.wait(delay)
                 delay = min(delay * 2, 10.0)
 
-    def _dict(self, obj: Any) -> dict[str, Any]:
-        return obj if isinstance(obj, dict) else self.conn.api.sanitize_for_serialization(obj)
+    def _watch_from(self, tag: str, list_fn: Callable[..., Any], rv: str, **kw: Any) -> str | None:
+        """One watch request; returns the resourceVersion to go on from (None: re-list)."""
+        resp = list_fn(watch=True, resource_version=rv, timeout_seconds=30,
+                       _preload_content=False, **kw)  # fmt: skip
+        with self._wlock:
+            self._watches.add(resp)
+        try:
+            for line in iter_lines(resp, self._halt):
+                if not line:
+                    continue
+                ev = json.loads(line)
+                obj = ev.get("object") or {}
+                if ev.get("type") == "ERROR":
+                    if obj.get("code") == 410:
+                        return None
+                    raise RuntimeError(f"watch error: {obj.get('message')}")
+                rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
+                if ev.get("type") != "BOOKMARK" and not self._put((tag, (ev["type"], obj))):
+                    break
+        finally:
+            with self._wlock:
+                self._watches.discard(resp)
+            resp.release_conn()
+        return rv
+
+    def _cut_watches(self) -> None:
+        """Unblock the watch threads now (they would otherwise wait for the server's
+        timeout): shut their sockets down."""
+        import socket
+
+        with self._wlock:
+            open_now = list(self._watches)
+        for resp in open_now:
+            sock = getattr(getattr(resp, "connection", None), "sock", None)
+            try:
+                if sock is not None:
+                    sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def start(self) -> None:
         co, core, ns = (
@@ -130,22 +162,22 @@ class JobWatcher:
         def job_list(**kw: Any) -> Any:
             return co.list_namespaced_custom_object(self.group, self.version, ns, self.plural, **kw)
 
-        self._spawn(
-            self._list_watch,
-            "job",
-            job_list,
-            self._dict,
-            field_selector=f"metadata.name={self.name}",
+        self._mux = LogMultiplexer(
+            self.conn,
+            lambda rid, batch: self._put(("lines", (rid, batch))),
+            on_done=lambda cid: self._put(("follower-done", cid)),
+            still_running=self._container_running,
+            on_error=lambda rid, err: self._put(("log-error", (rid, err))),
         )
+        self._spawn(self._list_watch, "job", job_list, field_selector=f"metadata.name={self.name}")
         self._spawn(
             self._list_watch,
             "pod",
             core.list_namespaced_pod,
-            self._dict,
             namespace=ns,
             label_selector=S.pod_selector(self.kind, self.name),
         )
-        self._spawn(self._list_watch, "event", core.list_namespaced_event, self._dict, namespace=ns)
+        self._spawn(self._list_watch, "event", core.list_namespaced_event, namespace=ns)
         if self.usage_every > 0:
             self._spawn(
                 poll_usage,
@@ -157,57 +189,26 @@ class JobWatcher:
             )
 
     # -- log followers --------------------------------------------------------------------
-    def _container_ids(self, pod: dict[str, Any]) -> list[tuple[str, str, bool]]:
-        """(container ID, container name, is current) of the pod's main container."""
-        out = []
-        for cs in ((pod.get("status") or {}).get("containerStatuses") or [])[:1]:
-            last = (cs.get("lastState") or {}).get("terminated") or {}
-            if last.get("containerID"):
-                out.append((last["containerID"], cs["name"], False))
-            state = cs.get("state") or {}
-            if cs.get("containerID") and ("running" in state or "terminated" in state):
-                out.append((cs["containerID"], cs["name"], True))
-        return out
+    def _container_running(self, pod: str, cid: str | None) -> bool:
+        """From the pod watch (no request): whether container ``cid`` is the pod's
+        current one and runs. A stale answer costs one extra stream open at most."""
+        cs = followed_status(self.pods.get(pod) or {}) or {}
+        return cs.get("containerID") == cid and "running" in (cs.get("state") or {})
 
     def _ensure_followers(self, pod: dict[str, Any]) -> None:
         pname = pod["metadata"]["name"]
-        for cid, cname, current in self._container_ids(pod):
+        rid = self.pod_ids.get(pname)
+        if rid is None or self._mux is None:
+            return
+        for cid, cname, current in container_ids(pod):
             if cid in self.followers:
                 continue
-            rid = self.pod_ids.get(pname)
-            if rid is None:
-                continue
+            after = self._last_follower.get(rid)  # its lines come first
             if current:
-                t = self._spawn(self._follow, pname, cname, cid, rid)
+                f = self._mux.follow(pname, cname, cid, rid, after=after)
             else:  # a container we never saw running: its log survives as "previous"
-                t = self._spawn(self._previous, pname, cname, rid)
-            self.followers[cid] = t
-
-    def _current_cid(self, pod: str) -> str | None:
-        from kubernetes.client import ApiException
-
-        try:
-            p = self._dict(
-                self.conn.client("CoreV1Api").read_namespaced_pod(pod, self.conn.namespace)
-            )
-        except ApiException:
-            return None
-        cs = ((p.get("status") or {}).get("containerStatuses") or [{}])[0]
-        return cs.get("containerID") if "running" in (cs.get("state") or {}) else None
-
-    def _follow(self, pod: str, cname: str, cid: str, rid: str) -> None:
-        follow_container(self.conn, pod, cname, lambda batch: self._put(("lines", (rid, batch))),
-                         still_running=lambda: self._current_cid(pod) == cid, stop=self._halt)  # fmt: skip
-        self._put(("follower-done", cid))
-
-    def _previous(self, pod: str, cname: str, rid: str) -> None:
-        from .logs import read_container
-
-        lines = [
-            x for x in read_container(self.conn, pod, cname, previous=True, stop=self._halt) if x
-        ]
-        self._put(("lines", (rid, lines)))
-        self._put(("follower-done", None))
+                f = self._mux.previous(pname, cname, rid, after=after)
+            self.followers[cid] = self._last_follower[rid] = f
 
     # -- consumer --------------------------------------------------------------------
     def events(self) -> Iterator[JobEvent]:
@@ -217,6 +218,9 @@ class JobWatcher:
             yield from self._fold()
         finally:
             self._halt.set()
+            if self._mux is not None:
+                self._mux.close()
+            self._cut_watches()
 
     def _status(self) -> JobStatus | None:
         if self.job is None:
@@ -267,6 +271,9 @@ class JobWatcher:
                             replica=self.pod_ids.get(involved),
                             message=msg,
                         )
+            elif tag == "log-error":
+                rid, err = item
+                yield JobEvent(EventKind.WAITING, self.name, replica=rid, message=str(err))
             elif tag == "usage":
                 pname, values = item
                 if pname in self.pod_ids:
@@ -287,8 +294,12 @@ class JobWatcher:
                         name=self.name,
                     )
             # Folding the status costs a pass over every pod: do it when the job or a
-            # pod changed, and on idle ticks, not for each of thousands of log lines.
-            if tag in ("lines", "usage", "follower-done") and time.monotonic() - folded < 0.25:
+            # pod changed, and on idle ticks, not for each of thousands of log lines;
+            # a burst of pod changes (a hundred pods starting) folds once it is read.
+            since = time.monotonic() - folded
+            if tag in ("lines", "usage", "follower-done") and since < 0.25:
+                continue
+            if tag == "pod" and since < 0.1 and not self.q.empty():
                 continue
             folded = time.monotonic()
             st = self._status()
@@ -354,3 +365,27 @@ class JobWatcher:
         if m is not None:
             self._latest.update(m.values)
             yield JobEvent(EventKind.METRIC, self.name, replica=rid, metrics=m.values, step=m.step)
+
+
+def followed_status(pod: dict[str, Any]) -> dict[str, Any] | None:
+    """The status of the container whose log is the replica's log: the pod's first
+    (the operators put the framework's container first). The one place that decides
+    which container of a pod is followed."""
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    return statuses[0] if statuses else None
+
+
+def container_ids(pod: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """(container ID, container name, is current) of the followed container's earlier
+    run (``lastState``) and of its current run once it has started."""
+    cs = followed_status(pod)
+    if cs is None:
+        return []
+    out = []
+    last = (cs.get("lastState") or {}).get("terminated") or {}
+    if last.get("containerID"):
+        out.append((last["containerID"], cs["name"], False))
+    state = cs.get("state") or {}
+    if cs.get("containerID") and ("running" in state or "terminated" in state):
+        out.append((cs["containerID"], cs["name"], True))
+    return out

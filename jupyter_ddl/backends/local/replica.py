@@ -1,5 +1,6 @@
-"""One local replica's process: start it in its own process group, pump its stdout
-and stderr into the timestamped log file, and stop its whole process tree."""
+"""One local replica's process: start it in its own process group, turn its stdout
+and stderr (read by the supervisor's ``OutputPump``) into the timestamped log file,
+and stop its whole process tree."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
 
 import psutil
 
@@ -19,6 +19,7 @@ from ...models import ReplicaState, RestartPolicy
 from .jobdir import format_log_line
 from .launch import Launch
 from .mpi_output import MpiDemux
+from .pump import OutputPump
 
 LAST_LINES = 20
 
@@ -27,7 +28,12 @@ class Replica:
     """A replica's log, state and (when it has one) current process."""
 
     def __init__(
-        self, launch: Launch, log_path: Path, policy: RestartPolicy, on_line: Callable
+        self,
+        launch: Launch,
+        log_path: Path,
+        policy: RestartPolicy,
+        on_line: Callable,
+        pump: OutputPump,
     ) -> None:
         self.launch = launch
         self.rid = launch.rid
@@ -45,17 +51,28 @@ class Replica:
         self._on_line = on_line
         self._log = open(log_path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
         self._lock = threading.Lock()
-        self._pumps: list[threading.Thread] = []
+        self._pump = pump
+        self._closed = threading.Event()  # the current process's pipes have closed
+        self._closed.set()
+        self._demux: dict[str, MpiDemux] = {}
 
     # -- logging -------------------------------------------------------------------
     def write(self, stream: str, text: str) -> None:
+        self.write_many([(stream, text)])
+
+    def write_many(self, items: list[tuple[str, str]]) -> None:
+        """Lines read together: one timestamp, one write and one flush for all."""
+        if not items:
+            return
+        now = time.time()
         with self._lock:
             if self._log.closed:
                 return
-            self._log.write(format_log_line(time.time(), stream, text))
+            self._log.write("".join(format_log_line(now, stream, text) for stream, text in items))
             self._log.flush()
-            self.last.append(text)
-        self._on_line(self, text)
+            self.last.extend(text for _, text in items)
+        for _, text in items:
+            self._on_line(self, text)
 
     def note(self, text: str) -> None:
         """A line from jupyter-ddl itself (restarts, stops), stream ``ddl``."""
@@ -79,19 +96,17 @@ class Replica:
             for part in _redraws(text):
                 target.write(stream, part)
 
-    def _pump(self, pipe: IO[bytes], stream: str) -> None:
-        demux = MpiDemux() if self.mpi_ranks else None  # one per pipe: tags are per pipe
-        for raw in iter(pipe.readline, b""):
-            text = raw.decode("utf-8", "replace").rstrip("\n")
-            if demux is not None:
-                self._route(stream, text, demux)
-                continue
-            for part in _redraws(text):
-                self._route(stream, part, None)
-        if demux is not None:
+    def _sink(self, stream: str, texts: list[str], closed: bool) -> None:
+        """The pump's lines of one pipe (see ``OutputPump``)."""
+        demux = self._demux.get(stream)
+        if demux is None:
+            self.write_many([(stream, part) for text in texts for part in _redraws(text)])
+            return
+        for text in texts:
+            self._route(stream, text, demux)
+        if closed:
             for rank, rank_stream, rank_text in demux.flush():
                 self._to_rank(rank, rank_stream, rank_text, stream)
-        pipe.close()
 
     # -- process -------------------------------------------------------------------
     def start(self, cwd: str) -> None:
@@ -118,12 +133,10 @@ class Replica:
         self.pid = self.proc.pid
         self.state = ReplicaState.RUNNING
         assert self.proc.stdout is not None and self.proc.stderr is not None
-        self._pumps = [
-            threading.Thread(target=self._pump, args=(self.proc.stdout, "stdout"), daemon=True),
-            threading.Thread(target=self._pump, args=(self.proc.stderr, "stderr"), daemon=True),
-        ]
-        for t in self._pumps:
-            t.start()
+        # one demultiplexer per pipe: mpirun tags chunks per pipe
+        self._demux = {s: MpiDemux() for s in ("stdout", "stderr")} if self.mpi_ranks else {}
+        pipes = {"stdout": self.proc.stdout, "stderr": self.proc.stderr}
+        self._closed = self._pump.add(self.proc.pid, pipes, self._sink)
 
     def poll(self) -> bool:
         """True once, when the running process has ended (exit code/signal recorded)."""
@@ -133,8 +146,7 @@ class Replica:
         if code is None:
             return False
         # children (torchrun's, mpirun's) may hold the pipes: don't wait for them forever
-        for t in self._pumps:
-            t.join(timeout=2.0)
+        self._closed.wait(2.0)
         self.exit_code, self.signal = (None, -code) if code < 0 else (code, None)
         self.proc = None
         return True
@@ -148,8 +160,7 @@ class Replica:
             self.proc.wait(timeout=5)
         except (subprocess.TimeoutExpired, ChildProcessError):
             pass
-        for t in self._pumps:
-            t.join(timeout=1.0)
+        self._closed.wait(1.0)
         self.proc = None
 
     def close(self) -> None:

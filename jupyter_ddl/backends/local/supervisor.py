@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -26,10 +27,12 @@ from ...models import JobState, JobStatus, ReplicaState, ReplicaStatus
 from ...strategies import get_strategy
 from . import gpus, launch, policy, ports, requirements
 from .jobdir import SUPERVISOR_PATH_ENV, JobDir, write_json
+from .pump import OutputPump
 from .replica import Replica, mpi_rank_pids
 
-TICK = 0.1
-STATUS_EVERY = 0.5  # seconds between status writes while only log lines change
+TICK = 0.1  # polling period where process exits cannot be heard (no pidfd)
+IDLE = 0.5  # the loop's longest sleep when exits wake it: cancel file, MPI ranks
+STATUS_EVERY = 1.0  # seconds between status writes while only log lines change
 SUCCESS_GRACE = 5.0  # replicas still running when the job succeeded get this long to end
 
 
@@ -54,6 +57,10 @@ class Supervisor:
         )
         self.replicas: list[Replica] = []
         self.stopping = False
+        # Replica exits (heard by the pump), signals and timers wake the loop: it does
+        # not poll while replicas train, so it takes no CPU from them.
+        self.wake = threading.Event()
+        self.pump = OutputPump(self.wake.set)
         self._dirty = True
         self._written = 0.0
 
@@ -116,7 +123,9 @@ class Supervisor:
         )
         for item in launches:
             rpolicy = policy.restart_policy(self.kind, item.role, self.spec.restart_policy)
-            self.replicas.append(Replica(item, self.jd.log_path(item.rid), rpolicy, self.on_line))
+            self.replicas.append(
+                Replica(item, self.jd.log_path(item.rid), rpolicy, self.on_line, self.pump)
+            )
         launcher = next((r for r in self.replicas if r.launch.role == "Launcher"), None)
         if launcher is not None and hosts is not None:
             workers = [r for r in self.replicas if r.launch.role == hosts]
@@ -143,6 +152,7 @@ class Supervisor:
         self.status.started = time.time()
         self._dirty = True
         while True:
+            self.wake.clear()  # what happens from here on wakes the sleep below
             now = time.time()
             if self.stopping or self.jd.cancel_path.exists():
                 return self.finish(JobState.CANCELLED, "cancelled by the user")
@@ -167,7 +177,15 @@ class Supervisor:
                 else JobState.RUNNING
             )
             self.write_status()
-            time.sleep(TICK)
+            self.wake.wait(self._sleep(now))
+
+    def _sleep(self, now: float) -> float:
+        """Until the next thing that no event announces: a restart, the deadline."""
+        longest = IDLE if self.pump.exits_heard else TICK
+        due = [r.restart_at for r in self.replicas if r.state == ReplicaState.RESTARTING]
+        if self.spec.active_deadline_seconds and self.status.started:
+            due.append(self.status.started + self.spec.active_deadline_seconds)
+        return max(0.0, min([longest, *(t - now for t in due)]))
 
     def _processes(self) -> list[Replica]:
         return [r for r in self.replicas if r.launch.argv is not None]
@@ -252,6 +270,7 @@ class Supervisor:
         self.status.state, self.status.message = state, message
         self.status.finished = time.time()
         self.write_status(force=True)
+        self.pump.close()
 
     def _grace(self) -> None:
         """Let replicas that run the cell end on their own (servers are stopped at once)."""
@@ -292,6 +311,7 @@ def main(root: str) -> int:
 
     def stop(signum: int, frame: object) -> None:
         sup.stopping = True
+        sup.wake.set()
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, stop)

@@ -14,6 +14,12 @@ if TYPE_CHECKING:
     from .server import Handler
 
 
+def flag(q: dict[str, str], key: str) -> bool:
+    """A boolean query parameter as the API server parses it (Go's ParseBool): older
+    clients send ``True``, newer ones ``true``."""
+    return q.get(key) in ("1", "t", "T", "true", "True", "TRUE")
+
+
 def route(h: Handler, method: str, path: str, q: dict[str, str]) -> None:
     cat = h.state.catalog
     parts = [p for p in path.split("/") if p]
@@ -76,7 +82,7 @@ def route(h: Handler, method: str, path: str, q: dict[str, str]) -> None:
 def _verb(method: str, name: str, q: dict[str, str]) -> str:
     if method == "GET":
         if not name:
-            return "watch" if q.get("watch") in ("true", "1") else "list"
+            return "watch" if flag(q, "watch") else "list"
         return "get"
     return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
 
@@ -119,7 +125,7 @@ def pod_log(h: Handler, ns: str, name: str, q: dict[str, str]) -> None:
         (c for c in (pod.get("status") or {}).get("containerStatuses") or [] if c["name"] == cname),
         {},
     )
-    previous = q.get("previous") in ("true", "1")
+    previous = flag(q, "previous")
     if previous:
         cid = ((cs.get("lastState") or {}).get("terminated") or {}).get("containerID")
         if not cid:
@@ -134,15 +140,15 @@ def pod_log(h: Handler, ns: str, name: str, q: dict[str, str]) -> None:
             raise E.bad_request(
                 f'container "{cname}" in pod "{name}" is waiting to start: {reason}'
             )
-    follow = q.get("follow") in ("true", "1") and not previous
+    follow = flag(q, "follow") and not previous
     stream_log(h, cid, follow, q)
 
 
 def stream_log(h: Handler, cid: str, follow: bool, q: dict[str, str]) -> None:
     store = h.state.store
-    with store.cond:
-        buf = store.logs.get(cid)
-        lines = list(buf.lines) if buf else []
+    buf = store.log_buffer(cid)
+    with buf.cond:
+        lines = list(buf.lines)
     sent = len(lines)
     if q.get("sinceSeconds"):
         cutoff = time.time() - float(q["sinceSeconds"])
@@ -150,7 +156,7 @@ def stream_log(h: Handler, cid: str, follow: bool, q: dict[str, str]) -> None:
     if q.get("tailLines"):
         n = int(q["tailLines"])
         lines = lines[-n:] if n else []
-    stamps = q.get("timestamps") in ("true", "1")
+    stamps = flag(q, "timestamps")
 
     def fmt(t: float, text: str) -> bytes:
         return (_stamp(t) + b" " if stamps else b"") + text.encode() + b"\n"
@@ -159,12 +165,11 @@ def stream_log(h: Handler, cid: str, follow: bool, q: dict[str, str]) -> None:
     if lines:  # what is there already goes out in one chunk, as a file read would
         h._chunk(b"".join(fmt(t, text) for t, text in lines))
     while follow and not store.closed:
-        with store.cond:
-            buf = store.logs.get(cid)
-            new = list(buf.lines[sent:]) if buf else []
-            done = bool(buf and buf.closed)
+        with buf.cond:
+            new = buf.lines[sent:]
+            done = buf.closed
             if not new and not done:
-                store.cond.wait(0.5)
+                buf.cond.wait(0.5)
                 continue
         if new:
             h._chunk(b"".join(fmt(t, text) for t, text in new))

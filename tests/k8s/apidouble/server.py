@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, urlparse
 from . import errors as E
 from .policy import Policy
 from .resources import METRICS, Catalog, Resource
+from .routes import flag
 from .store import Gone, Store
 from .writes import create_object, update_object
 
@@ -166,7 +167,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_list(self, res: Resource, ns: str | None, q: dict[str, str]) -> None:
         if res is METRICS:
             return self._send(200, self._metrics(ns or "", q))
-        if q.get("watch") in ("true", "1"):
+        if flag(q, "watch"):
             return self.do_watch(res, ns, q)
         items, rv = self.state.store.list(
             res.rid, ns, q.get("labelSelector"), q.get("fieldSelector")

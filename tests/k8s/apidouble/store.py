@@ -2,7 +2,9 @@
 watch history (so a watch from a too-old version gets 410 Gone like etcd compaction),
 label/field selectors, and per-container log buffers that a kubelet appends to.
 
-Everything is guarded by one condition variable; watchers and log followers wait on it.
+Objects are guarded by one condition variable that watchers wait on. Each container's
+log buffer has a condition of its own: a line wakes only the followers of that
+container, so a hundred pods writing at once do not wake every stream for every line.
 """
 
 from __future__ import annotations
@@ -104,6 +106,7 @@ class LogBuffer:
 
     lines: list[tuple[float, str]] = field(default_factory=list)
     closed: bool = False
+    cond: threading.Condition = field(default_factory=threading.Condition)
 
 
 class Store:
@@ -208,15 +211,25 @@ class Store:
         self.compact()
 
     # -- logs ------------------------------------------------------------------
+    def log_buffer(self, cid: str) -> LogBuffer:
+        """The buffer of one container (created empty when it has written nothing)."""
+        buf = self.logs.get(cid)
+        if buf is None:
+            with self.cond:
+                buf = self.logs.setdefault(cid, LogBuffer())
+        return buf
+
     def log_append(self, cid: str, line: str) -> None:
-        with self.cond:
-            self.logs.setdefault(cid, LogBuffer()).lines.append((time.time(), line))
-            self.cond.notify_all()
+        buf = self.log_buffer(cid)
+        with buf.cond:
+            buf.lines.append((time.time(), line))
+            buf.cond.notify_all()
 
     def log_close(self, cid: str) -> None:
-        with self.cond:
-            self.logs.setdefault(cid, LogBuffer()).closed = True
-            self.cond.notify_all()
+        buf = self.log_buffer(cid)
+        with buf.cond:
+            buf.closed = True
+            buf.cond.notify_all()
 
     def wait(self, timeout: float) -> None:
         with self.cond:

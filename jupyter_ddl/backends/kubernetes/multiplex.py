@@ -1,0 +1,393 @@
+"""Following every container of a job on one thread, however many pods it has.
+
+A follow stream (``GET .../pods/P/log?follow=true``) sends lines for as long as the
+container runs. One blocked thread per stream costs a thread stack and a wake-up per
+network chunk for each pod; at a hundred pods that is most of the watcher's memory.
+Here the kubernetes client opens each stream (so its authentication, TLS and proxy
+settings apply unchanged), then the socket is taken over: one selector thread reads
+every open stream without blocking and decodes the HTTP body itself (``chunked``).
+
+Blocking calls (opening a stream, reading a previous container's log) go to a small
+fixed pool of ``OPENERS`` threads. So a watcher runs 1 + ``OPENERS`` threads for its
+logs whatever the number of pods. Whether a container still runs when its stream ends
+is asked of the caller (the watcher answers from its pod watch), never of the API:
+at a job's end every stream ends at once, and a request each would hold the end up.
+
+Per container the behaviour is that of a plain follower: lines in order, with their
+timestamps; a stream that ends while the container still runs is reopened (with
+backoff) and the lines already delivered are skipped, so nothing repeats; a
+container's follower waits for the previous follower of the same replica (an earlier
+container of a restarted pod), so a replica's lines stay in order.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import queue
+import selectors
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ...errors import DDLError
+from .chunked import Body, BodyError
+from .connection import Connection
+from .logs import NOT_STARTED, read_container, split_timestamp
+
+log = logging.getLogger(__name__)
+
+OPENERS = 8  # threads for the blocking calls: short (headers, one GET), mostly waiting
+READ_CAP = 256 * 1024  # bytes read from one stream per wake-up: no stream starves others
+FIRST_DELAY, MAX_DELAY = 0.2, 5.0  # reconnect backoff while a container still runs
+
+Batch = list[tuple[float | None, str]]
+_WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
+
+
+class Stream:
+    """One container followed (possibly over several connections)."""
+
+    def __init__(self, pod: str, container: str | None, cid: str | None, rid: str) -> None:
+        self.pod, self.container, self.cid, self.rid = pod, container, cid, rid
+        self.delivered = 0  # lines handed on; a reconnect skips this many
+        self.delay = FIRST_DELAY
+        self.done = threading.Event()
+        self.then: list[Stream] = []  # later containers of the same replica, waiting
+        self.start: Callable[[Stream], None] | None = None  # how to begin once it may
+        self._reset()
+
+    def _reset(self) -> None:
+        self.resp: Any = None
+        self.sock: socket.socket | None = None
+        self.body: Body | None = None
+        self.pending = b""  # a line whose newline has not arrived
+        self.seen = 0  # lines of the current connection
+
+    def is_alive(self) -> bool:
+        return not self.done.is_set()
+
+
+class LogMultiplexer:
+    """Follows containers' logs; ``emit(rid, batch)`` gets each network read's lines
+    (returns False to stop), ``on_done(cid)`` each finished follower, and
+    ``still_running(pod, cid)`` (non-blocking) says whether a container whose stream
+    ended still runs, so its stream is opened again."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        emit: Callable[[str, Batch], bool],
+        *,
+        still_running: Callable[[str, str | None], bool],
+        on_done: Callable[[str | None], object] = lambda cid: None,
+        on_error: Callable[[str, DDLError], object] = lambda rid, err: None,
+        openers: int = OPENERS,
+    ) -> None:
+        self.conn = conn
+        self.emit, self.on_done, self.on_error = emit, on_done, on_error
+        self.still_running = still_running
+        self._closed = threading.Event()
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=openers, thread_name_prefix="ddl-k8s-logs")
+        self._sel = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._sel.register(self._wake_r, selectors.EVENT_READ, None)
+        self._inbox: queue.SimpleQueue[tuple[str, Stream, Any]] = queue.SimpleQueue()
+        self._timers: list[tuple[float, int, Stream]] = []
+        self._order = itertools.count()
+        self._open: set[Stream] = set()
+        self._thread = threading.Thread(target=self._loop, name="ddl-k8s-logmux", daemon=True)
+        self._thread.start()
+
+    # -- the API ------------------------------------------------------------------------
+    def follow(
+        self, pod: str, container: str | None, cid: str, rid: str, after: Stream | None = None
+    ) -> Stream:
+        """Follow one running (or finished) container from its first line."""
+        s = Stream(pod, container, cid, rid)
+        self._after(s, after, self._open_stream)
+        return s
+
+    def previous(
+        self, pod: str, container: str | None, rid: str, after: Stream | None = None
+    ) -> Stream:
+        """Read the log of the pod's previous container once (it restarted before we
+        saw it run): its last lines say why it ended."""
+        s = Stream(pod, container, None, rid)
+        self._after(s, after, self._read_previous)
+        return s
+
+    def close(self) -> None:
+        """Stop following: every stream is closed and every thread ends."""
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        self._wake()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(5)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # -- ordering and completion ------------------------------------------------------------
+    def _after(self, s: Stream, after: Stream | None, start: Callable[[Stream], None]) -> None:
+        with self._lock:
+            if after is not None and after.is_alive():
+                s.start = start
+                after.then.append(s)
+                return
+        self._submit(start, s)
+
+    def _finish(self, s: Stream) -> None:
+        with self._lock:
+            s.done.set()
+            waiting, s.then = s.then, []
+        self.on_done(s.cid)
+        for w in waiting:
+            start, w.start = w.start, None
+            if start is not None:
+                self._submit(start, w)
+
+    def _submit(self, fn: Callable[..., None], *args: Any) -> None:
+        if self._closed.is_set():
+            return
+        try:
+            self._pool.submit(self._guard, fn, *args)
+        except RuntimeError:  # the pool shut down meanwhile: we are closing
+            pass
+
+    def _guard(self, fn: Callable[..., None], *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception:  # noqa: BLE001 - a pool thread must report, never vanish
+            log.exception("following a container log failed")
+            for a in args:
+                if isinstance(a, Stream) and a.is_alive():
+                    self._finish(a)
+
+    # -- blocking steps (pool threads) ---------------------------------------------------
+    def _open_stream(self, s: Stream) -> None:
+        from kubernetes.client import ApiException
+
+        from .errors import from_api_exception
+
+        kwargs: dict[str, Any] = {"follow": True, "timestamps": True, "_preload_content": False}
+        if s.container:
+            kwargs["container"] = s.container
+        try:
+            resp = self.conn.client("CoreV1Api").read_namespaced_pod_log(
+                s.pod, self.conn.namespace, **kwargs
+            )
+        except ApiException as e:
+            if e.status == 404 or (
+                e.status == 400 and any(m in str(e.body) for m in NOT_STARTED + ("not found",))
+            ):
+                return self._ended(s)  # not started yet, or gone: ask again
+            self.on_error(s.rid, from_api_exception(e, action=f"reading the log of pod {s.pod}",
+                          verb="get", resource="pods/log", namespace=self.conn.namespace))  # fmt: skip
+            return self._finish(s)
+        except OSError:
+            return self._ended(s)
+        except Exception as e:  # noqa: BLE001 - urllib3's errors: network trouble
+            if type(e).__module__.startswith("urllib3"):
+                return self._ended(s)
+            raise
+        taken = _take_over(resp)
+        if taken is None:  # a client whose internals we do not know: a thread of its own
+            threading.Thread(target=self._pump_blocking, args=(s, resp), daemon=True).start()
+            return
+        s.resp, (s.sock, head, s.body) = resp, taken
+        self._inbox.put(("add", s, head))
+        self._wake()
+
+    def _ended(self, s: Stream) -> None:
+        """A stream ended (or could not open): the selector thread decides what next."""
+        self._inbox.put(("ended", s, None))
+        self._wake()
+
+    def _check(self, s: Stream) -> None:
+        """Selector thread: open the stream again later if the container still runs."""
+        if self._closed.is_set() or not self.still_running(s.pod, s.cid):
+            return self._finish(s)
+        heapq.heappush(self._timers, (time.monotonic() + s.delay, next(self._order), s))
+        s.delay = min(s.delay * 2, MAX_DELAY)
+
+    def _read_previous(self, s: Stream) -> None:
+        lines = [x for x in read_container(self.conn, s.pod, s.container, previous=True,
+                                           stop=self._closed) if x]  # fmt: skip
+        if lines and not self._closed.is_set():
+            self.emit(s.rid, lines)
+        self._finish(s)
+
+    def _pump_blocking(self, s: Stream, resp: Any) -> None:
+        from .logs import iter_lines
+
+        batch: Batch = []
+        try:
+            for line in iter_lines(resp, self._closed, marks=True):
+                if line is None:
+                    if batch and not self.emit(s.rid, batch):
+                        return
+                    batch = []
+                    continue
+                s.seen += 1
+                if s.seen > s.delivered:
+                    s.delivered += 1
+                    batch.append(split_timestamp(line))
+            if batch:
+                self.emit(s.rid, batch)
+        except Exception:  # noqa: BLE001 - a broken stream: reconnect if it still runs
+            pass
+        finally:
+            resp.release_conn()
+        s._reset()
+        self._ended(s)
+
+    # -- the selector thread ---------------------------------------------------------------
+    def _wake(self) -> None:
+        try:
+            self._wake_w.send(b"x")
+        except OSError:
+            pass
+
+    def _loop(self) -> None:
+        try:
+            while not self._closed.is_set():
+                timeout = max(0.0, self._timers[0][0] - time.monotonic()) if self._timers else 1.0
+                for key, _ in self._sel.select(timeout):
+                    if key.data is None:
+                        self._drain_wake()
+                    elif not self._closed.is_set():
+                        self._read(key.data)
+                self._inbox_commands()
+                now = time.monotonic()
+                while self._timers and self._timers[0][0] <= now:
+                    s = heapq.heappop(self._timers)[2]
+                    if self.still_running(s.pod, s.cid):  # it may have ended meanwhile
+                        self._submit(self._open_stream, s)
+                    else:
+                        self._finish(s)
+        finally:
+            self._inbox_commands()  # streams opened meanwhile: close them too
+            for s in list(self._open):
+                self._disconnect(s)
+            self._sel.close()
+            self._wake_r.close()
+            self._wake_w.close()
+
+    def _drain_wake(self) -> None:
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except OSError:  # would block (drained) or closed
+            pass
+
+    def _inbox_commands(self) -> None:
+        while True:
+            try:
+                what, s, arg = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            if what == "add":
+                assert s.sock is not None
+                self._open.add(s)
+                self._sel.register(s.sock, selectors.EVENT_READ, s)
+                if self._closed.is_set():
+                    continue  # the finally clause closes it
+                if arg:  # what http.client had read past the headers
+                    self._payload(s, arg, eof=False)
+                self._read(s)  # TLS may hold decrypted bytes that select cannot see
+            elif what == "ended":
+                self._check(s)
+
+    def _read(self, s: Stream) -> None:
+        if s.sock is None:
+            return
+        parts, size, eof = [], 0, False
+        while size < READ_CAP:
+            try:
+                data = s.sock.recv(65536)
+            except _WOULD_BLOCK:
+                break
+            except OSError:
+                eof = True
+                break
+            if not data:
+                eof = True
+                break
+            parts.append(data)
+            size += len(data)
+        if parts or eof:
+            self._payload(s, b"".join(parts), eof=eof)
+
+    def _payload(self, s: Stream, raw: bytes, *, eof: bool) -> None:
+        """Decode what arrived, hand on its whole lines, end the connection if done."""
+        if s.body is None:
+            return
+        try:
+            data = s.body.feed(raw)
+        except BodyError:
+            data, eof = b"", True
+        clean = s.body.done or (eof and not s.body.chunked and s.body.left is None)
+        if data:
+            s.delay = FIRST_DELAY  # it delivers: a later cut reconnects at once
+            *lines, s.pending = (s.pending + data).split(b"\n")
+        else:
+            lines = []
+        if clean and s.pending:  # the last line of a finished log has no newline
+            lines.append(s.pending)
+            s.pending = b""
+        batch: Batch = []
+        for raw_line in lines:
+            s.seen += 1
+            if s.seen <= s.delivered:
+                continue  # delivered before a reconnect
+            s.delivered += 1
+            batch.append(split_timestamp(raw_line.decode("utf-8", "replace").rstrip("\r")))
+        if batch and not self.emit(s.rid, batch):
+            self._closed.set()
+            return
+        if clean or eof:
+            self._disconnect(s)
+            self._check(s)
+
+    def _disconnect(self, s: Stream) -> None:
+        if s.sock is not None:
+            try:
+                self._sel.unregister(s.sock)
+            except (KeyError, ValueError):
+                pass
+        if s.resp is not None:
+            try:
+                s.resp.close()  # never back to the pool: we read its socket ourselves
+            except Exception:  # noqa: BLE001 - closing must not fail the loop
+                pass
+        self._open.discard(s)
+        s._reset()
+
+
+def _take_over(resp: Any) -> tuple[socket.socket, bytes, Body] | None:
+    """The response's socket (made non-blocking), the body bytes ``http.client`` already
+    buffered past the headers, and a decoder; None when the client's internals differ
+    from urllib3's (then the stream gets a blocking reader instead)."""
+    raw = getattr(resp, "_fp", None)  # http.client.HTTPResponse
+    conn = getattr(resp, "connection", None) or getattr(resp, "_connection", None)
+    sock = getattr(conn, "sock", None)
+    fp = getattr(raw, "fp", None)
+    if raw is None or not isinstance(sock, socket.socket) or fp is None:
+        return None
+    if getattr(raw, "chunk_left", None) is not None:  # http.client is inside a chunk
+        return None
+    chunked = bool(getattr(raw, "chunked", False))
+    body = Body(chunked=chunked, length=None if chunked else getattr(raw, "length", None))
+    sock.setblocking(False)
+    try:
+        head = fp.read1(1 << 20) or b""
+    except (*_WOULD_BLOCK, ValueError):
+        head = b""
+    return sock, head, body
