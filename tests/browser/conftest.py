@@ -70,6 +70,9 @@ def lab(tmp_path, data_dir):
     env = {**os.environ, **{k: str(v) for k, v in dirs.items()}}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env["JUPYTER_PLATFORM_DIRS"] = "1"
+    # searched first: in a virtualenv, jupyter_core prefers the environment's share/ over
+    # JUPYTER_DATA_DIR, where an installed (older) copy of the extension would win
+    env["JUPYTER_PATH"] = str(dirs["JUPYTER_DATA_DIR"])
     cmd = [
         sys.executable,
         "-m",
