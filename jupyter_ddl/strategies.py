@@ -223,6 +223,22 @@ CATALOG: dict[str, Strategy] = {
 }
 
 FRAMEWORKS = ("tensorflow", "pytorch", "mpi")
+FRAMEWORK_TITLES = {"tensorflow": "TensorFlow", "pytorch": "PyTorch", "mpi": "MPI / Horovod"}
+
+#: (top-level module a notebook imports, the strategy that import suggests), the most
+#: specific first: a DeepSpeed or Ignite notebook imports torch too, a Keras one may
+#: import neither tensorflow nor torch. Offered by the REST catalog to the
+#: "Distribute this cell" dialog, which looks for these imports in the notebook.
+IMPORT_HINTS: tuple[tuple[str, str], ...] = (
+    ("deepspeed", "deepspeed"),
+    ("ignite", "ignite"),
+    ("horovod", "horovod"),
+    ("mpi4py", "horovod"),
+    ("tensorflow", "tf-multi-worker-mirrored"),
+    ("tf_keras", "tf-multi-worker-mirrored"),
+    ("keras", "tf-multi-worker-mirrored"),
+    ("torch", "torch-ddp"),
+)
 
 
 def get_strategy(name: str) -> Strategy:

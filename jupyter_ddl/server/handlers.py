@@ -261,11 +261,16 @@ _JOB = r"(?P<name>[^/]+)"
 def routes(base_url: str = "/") -> list[tuple[str, type[DDLHandler]]]:
     """URL patterns → handlers, under ``base_url`` (the ExtensionApp adds the server's)."""
 
+    from .catalog import StrategiesHandler  # they build on DDLHandler above
+    from .events import JobEventsHandler
+
     def url(*parts: str) -> str:
         return url_path_join(base_url, NAMESPACE, *parts)
 
     return [
         (url("backends"), BackendsHandler),
+        (url("strategies"), StrategiesHandler),
+        (url("events"), JobEventsHandler),
         (url("jobs"), JobsHandler),
         (url("jobs", _JOB), JobHandler),
         (url("jobs", _JOB, "cancel"), CancelHandler),

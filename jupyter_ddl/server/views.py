@@ -151,14 +151,15 @@ def next_offsets(lines: Iterable[LogLine], start: int) -> dict[str, int]:
 
 def metric_points(lines: Iterable[LogLine]) -> list[dict[str, Any]]:
     """Metric points parsed from log lines with the shared parser; a point without a
-    step gets its log offset so the chart still has an x value."""
+    step gets its log offset so the chart still has an x value. ``source`` says
+    which kind of line it came from (``metrics.SOURCES``)."""
     points = []
     for line in lines:
         m = parse_metric_line(line.text)
         if m is None:
             continue
         step = m.step if m.step is not None else line.offset
-        points.append({"step": step, "offset": line.offset, "values": m.values})
+        points.append({"step": step, "offset": line.offset, "values": m.values, "source": m.source})
     return points
 
 

@@ -20,11 +20,10 @@ from ..config import data_dir
 from ..errors import DDLError
 from ..magic_args import DistributeArgs, spec_from_args
 from ..models import JobSpec
-from ..strategies import CATALOG, FRAMEWORKS, Strategy, by_framework, get_strategy
+from ..strategies import CATALOG, FRAMEWORK_TITLES, FRAMEWORKS, Strategy, by_framework, get_strategy
 from ..validation import problems
 
 _ROLE_FLAGS = {"Worker": "workers", "PS": "ps", "Chief": "chief", "Evaluator": "evaluator"}
-_FRAMEWORK_TITLES = {"tensorflow": "TensorFlow", "pytorch": "PyTorch", "mpi": "MPI / Horovod"}
 
 Action = Callable[[DistributeArgs], None]
 
@@ -77,7 +76,7 @@ class DistributeForm:
         strategy = strategy if strategy in CATALOG else "torch-ddp"
         framework = CATALOG[strategy].framework
         self.framework = w.ToggleButtons(
-            options=[(_FRAMEWORK_TITLES[f], f) for f in FRAMEWORKS], value=framework
+            options=[(FRAMEWORK_TITLES[f], f) for f in FRAMEWORKS], value=framework
         )
         self.strategy = w.Dropdown(
             description="Strategy",

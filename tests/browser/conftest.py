@@ -73,6 +73,9 @@ def lab(tmp_path, data_dir):
     # in a virtual environment jupyter_core prefers the environment's share/ over
     # JUPYTER_DATA_DIR: without this a copy installed earlier would shadow BUILT
     env["JUPYTER_PREFER_ENV_PATH"] = "0"
+    # searched first: in a virtualenv, jupyter_core prefers the environment's share/ over
+    # JUPYTER_DATA_DIR, where an installed (older) copy of the extension would win
+    env["JUPYTER_PATH"] = str(dirs["JUPYTER_DATA_DIR"])
     cmd = [
         sys.executable,
         "-m",
