@@ -217,16 +217,28 @@ def _nproc_per_node(spec: JobSpec, strategy: Strategy, resources: Mapping[str, R
     return gpus if gpus > 1 else 1
 
 
+def replica_ranks(
+    kind: str, strategy: str, counts: Mapping[str, int]
+) -> dict[tuple[str, int], int]:
+    """(role, index) -> node rank for a job of ``kind`` and ``strategy`` with these role
+    counts (what a cluster's job object says); empty for an unknown strategy."""
+    known = CATALOG.get(strategy)
+    return _ranks(kind, known, counts) if known is not None and kind in _RANK_ORDER else {}
+
+
+_RANK_ORDER = {
+    "PyTorchJob": ("Master", "Worker"),  # RANK: Worker i -> i + masters (§2.2)
+    "TFJob": ("Chief", "Master", "Worker"),  # chief first, then workers (TF_CONFIG)
+    "MPIJob": ("Worker",),
+    "TrainJob": ("Node",),  # PET_NODE_RANK (§4.3)
+}
+
+
 def _ranks(kind: str, strategy: Strategy, counts: Mapping[str, int]) -> dict[tuple[str, int], int]:
     """Each training replica's node rank, as the operator or the runtime numbers them."""
     if kind == "PyTorchJob" and strategy.elastic:
         return {}  # the c10d rendezvous assigns them at run time
-    order = {
-        "PyTorchJob": ("Master", "Worker"),  # RANK: Worker i -> i + masters (§2.2)
-        "TFJob": ("Chief", "Master", "Worker"),  # chief first, then workers (TF_CONFIG)
-        "MPIJob": ("Worker",),
-        "TrainJob": ("Node",),  # PET_NODE_RANK (§4.3)
-    }[kind]
+    order = _RANK_ORDER[kind]
     ranks: dict[tuple[str, int], int] = {}
     nxt = 0
     for role in order:

@@ -9,10 +9,19 @@ from __future__ import annotations
 
 import calendar
 import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...manifests import ANNOTATION_CODE_DIGEST, ANNOTATION_NOTEBOOK, LABEL_STRATEGY, PREFIX
+from ... import failures
+from ...manifests import (
+    ANNOTATION_CELL,
+    ANNOTATION_CODE_DIGEST,
+    ANNOTATION_NOTEBOOK,
+    LABEL_STRATEGY,
+    PREFIX,
+)
 from ...models import ROLES, JobState, JobStatus, ReplicaState, ReplicaStatus
+from ...shape import replica_ranks
 from .reasons import pod_waiting
 
 TK = "training.kubeflow.org/"
@@ -80,6 +89,9 @@ def replica_status(role: str, index: int, pod: dict[str, Any] | None) -> Replica
         rs.exit_code = term.get("exitCode")
         sig = term.get("signal")
         rs.signal = int(sig) if sig else None
+    ended = term or (cs.get("lastState") or {}).get("terminated")
+    if ended:  # the failure order the root cause is read from
+        rs.ended = _epoch(ended.get("finishedAt"))
     rs.message = pod_waiting(pod)
     if phase == "Succeeded":
         rs.state = ReplicaState.SUCCEEDED
@@ -93,12 +105,15 @@ def replica_status(role: str, index: int, pod: dict[str, Any] | None) -> Replica
 
 
 def _epoch(ts: str | None) -> float | None:
+    """Epoch seconds of an RFC 3339 time, with its fraction when it has one."""
     if not ts:
         return None
     try:
-        return float(calendar.timegm(time.strptime(ts[:19], "%Y-%m-%dT%H:%M:%S")))
+        whole = float(calendar.timegm(time.strptime(ts[:19], "%Y-%m-%dT%H:%M:%S")))
     except ValueError:
         return None
+    frac = ts[19:].rstrip("Z").split("+")[0]
+    return whole + (float(frac) if frac.startswith(".") and frac[1:].isdigit() else 0.0)
 
 
 def _true(conds: list[dict[str, Any]], ctype: str) -> dict[str, Any] | None:
@@ -138,9 +153,15 @@ def job_state(
 
 
 def job_status(
-    kind: str, obj: dict[str, Any], pods: list[dict[str, Any]], namespace: str | None = None
+    kind: str,
+    obj: dict[str, Any],
+    pods: list[dict[str, Any]],
+    namespace: str | None = None,
+    last_lines: Mapping[str, Sequence[str]] | None = None,
 ) -> JobStatus:
-    """The JobStatus of a job object and the pods found with ``pod_selector``."""
+    """The JobStatus of a job object and the pods found with ``pod_selector``;
+    ``last_lines`` (replica id -> its last log lines, from a watch) lets a failure's
+    message name the exception of its root cause."""
     md = obj.get("metadata") or {}
     by_id: dict[tuple[str, int], dict[str, Any]] = {}
     for p in pods:
@@ -150,20 +171,22 @@ def job_status(
     keys = expected_replicas(kind, obj)
     keys += [k for k in by_id if k not in keys]
     replicas = [replica_status(r, i, by_id.get((r, i))) for r, i in keys]
+    counts: dict[str, int] = {}
+    for role, _ in keys:
+        counts[role] = counts.get(role, 0) + 1
+    ranks = replica_ranks(kind, (md.get("labels") or {}).get(LABEL_STRATEGY, ""), counts)
+    for r in replicas:
+        r.rank = ranks.get((r.role, r.index))
+        r.last_lines = list((last_lines or {}).get(r.id, ()))
     state, message = job_state(kind, obj, replicas)
     if state == JobState.CANCELLED:
         for r in replicas:
             if not r.state.finished:
                 r.state = ReplicaState.TERMINATED
     if state == JobState.FAILED:
-        failed = [r for r in replicas if r.state == ReplicaState.FAILED]
-        if failed:
-            r = failed[0]
-            message = (
-                f"{r.id} failed with exit code {r.exit_code}"
-                + (f" ({r.message})" if r.message else "")
-                + (f"; {message}" if message else "")
-            )
+        found = failures.diagnose(failures.outcomes(replicas))
+        if found.root is not None:  # the root cause first, then the operator's reason
+            message = found.line + (f" — {message}" if message else "")
     st = obj.get("status") or {}
     notes = md.get("annotations") or {}
     return JobStatus(
@@ -179,4 +202,13 @@ def job_status(
         namespace=md.get("namespace") or namespace,
         notebook=notes.get(ANNOTATION_NOTEBOOK),
         code_digest=notes.get(ANNOTATION_CODE_DIGEST),
+        cell_id=notes.get(ANNOTATION_CELL),
+        backoff_limit=_backoff_limit(obj),
     )
+
+
+def _backoff_limit(obj: dict[str, Any]) -> int | None:
+    """runPolicy.backoffLimit of a Kubeflow v1 job or MPIJob (a TrainJob's lives in
+    its JobSet: not shown)."""
+    limit = ((obj.get("spec") or {}).get("runPolicy") or {}).get("backoffLimit")
+    return int(limit) if isinstance(limit, int) else None

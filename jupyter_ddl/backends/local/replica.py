@@ -21,7 +21,7 @@ from .launch import Launch
 from .mpi_output import MpiDemux
 from .pump import OutputPump
 
-LAST_LINES = 20
+LAST_LINES = 100  # enough for torchrun's failure summary and a child's traceback
 
 
 class Replica:

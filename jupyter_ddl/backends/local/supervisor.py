@@ -20,9 +20,9 @@ from pathlib import Path
 
 import psutil
 
-from ... import contract
+from ... import contract, failures
 from ...errors import DDLError
-from ...metrics import parse_metric_line
+from ...metrics import is_metric_line, parse_metric_line
 from ...models import JobState, JobStatus, ReplicaState, ReplicaStatus
 from ...strategies import get_strategy
 from . import gpus, launch, policy, ports, requirements
@@ -54,8 +54,15 @@ class Supervisor:
             created=handle.created,
             notebook=handle.notebook,
             code_digest=handle.code_digest,
+            cell_id=handle.cell_id,
+            backoff_limit=self.spec.effective_backoff_limit,
         )
         self.replicas: list[Replica] = []
+        # what the status shows beside each replica: its rank, when it last ended
+        # (the failure order the root cause is read from), its latest metrics
+        self.ranks = {r.rid: r.rank for r in self.shape.replicas}
+        self.ended: dict[str, float] = {}
+        self.latest: dict[str, dict[str, float]] = {}
         self.stopping = False
         # Replica exits (heard by the pump), signals and timers wake the loop: it does
         # not poll while replicas train, so it takes no CPU from them.
@@ -69,6 +76,7 @@ class Supervisor:
         m = parse_metric_line(text)
         if m is not None:
             self.status.metrics.update(m.values)
+            self.latest.setdefault(replica.rid, {}).update(m.values)
 
     def write_status(self, force: bool = False) -> None:
         now = time.time()
@@ -88,8 +96,15 @@ class Supervisor:
             exit_code=r.exit_code,
             signal=r.signal,
             message=r.message,
-            last_lines=list(r.last)[-10:],
+            last_lines=failures.status_tail(
+                r.rid,
+                [t for t in r.last if not is_metric_line(t)],
+                r.state in (ReplicaState.FAILED, ReplicaState.RESTARTING, ReplicaState.TERMINATED),
+            ),
             pid=r.pid,
+            rank=self.ranks.get(r.rid),
+            ended=self.ended.get(r.rid),
+            metrics=dict(self.latest.get(r.rid, {})),
         )
 
     # -- setup -----------------------------------------------------------------------
@@ -195,6 +210,7 @@ class Supervisor:
 
     def on_exit(self, r: Replica) -> None:
         self._dirty = True
+        self.ended[r.rid] = time.time()
         how = policy.explain_exit(r.exit_code, r.signal, list(r.last))
         decision = policy.on_exit(r.policy, r.exit_code, r.signal)
         ok = r.exit_code == 0 and r.signal is None
@@ -242,18 +258,25 @@ class Supervisor:
                 self._dirty = True
 
     def _failure_message(self) -> str:
-        failed = [r for r in self.replicas if r.state == ReplicaState.FAILED]
-        if not failed:
-            return self.status.message or "failed"
-        r = failed[0]
-        tail = " | ".join(line for line in list(r.last)[-3:] if not line.startswith(r.rid))
+        """The root cause first (failures.diagnose), then the operator-style reason."""
+        statuses = [self._replica_status(r) for r in self.replicas]
+        if any(
+            r.launch.role == "Launcher" and r.state == ReplicaState.FAILED for r in self.replicas
+        ):
+            for st, r in zip(statuses, self.replicas, strict=True):
+                if r.launch.argv is None:  # MPI ranks have no process: they fail with mpirun
+                    st.state = ReplicaState.FAILED
+        found = failures.diagnose(failures.outcomes(statuses))
         base = self.status.message or f"{self.kind} {self.spec.name} failed"
-        return f"{base}: {r.rid} ended with {r.message}" + (f"; last lines: {tail}" if tail else "")
+        return f"{found.line} — {base}" if found.root else base
 
     # -- the end ---------------------------------------------------------------------
     def finish(self, state: JobState, message: str | None) -> None:
         if state == JobState.SUCCEEDED:
             self._grace()
+        if state == JobState.CANCELLED:  # before any stop: peers' errors after it are teardown
+            for r in self.replicas:
+                r.note(failures.CANCEL_MARKER)
         for r in self._processes():
             if r.proc is not None:
                 r.note(f"{r.rid} stopped: the job is {state.value.lower()}")
