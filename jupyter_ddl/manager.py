@@ -221,16 +221,18 @@ class JobManager:
         tail: int | None = None,
         follow: bool = False,
         stop: threading.Event | None = None,
+        raw: bool = False,
     ) -> Iterator[LogLine]:
+        """The lines a person reads (``raw``: ``report()`` lines too; see Backend.logs)."""
         return self.find(name, backend).logs(
-            name, replica=replica, offset=offset, tail=tail, follow=follow, stop=stop
+            name, replica=replica, offset=offset, tail=tail, follow=follow, stop=stop, raw=raw
         )
 
     def reports(self, name: str, backend: str | None = None) -> Reports:
         """Every ``report(**metrics)`` the job's replicas printed, as (replica, values) in
         log order (the step, when given, is left out of the values)."""
         out: Reports = []
-        for line in self.logs(name, backend=backend):
+        for line in self.logs(name, backend=backend, raw=True):
             if METRIC_MARKER in line.text:
                 metric = parse_metric_line(line.text)
                 if metric is not None:

@@ -222,8 +222,10 @@ class MetricsHandler(DDLHandler):
             self.reply({"replica": None, "points": [], "next_offset": offset})
             return
         lines = await self.call(
-            lambda: list(
-                self.manager.logs(name, backend=status.backend, replica=replica, offset=offset)
+            lambda: list(  # raw: the report() lines are where the metrics are
+                self.manager.logs(
+                    name, backend=status.backend, replica=replica, offset=offset, raw=True
+                )
             )
         )
         self.reply(

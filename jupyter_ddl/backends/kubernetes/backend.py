@@ -18,6 +18,7 @@ from ...config import Config
 from ...errors import JobNotFound
 from ...manifests import ANNOTATION_SPEC, LABEL_NOTEBOOK, MANAGED_SELECTOR, RESOURCES
 from ...manifests.common import label_value
+from ...metrics import is_metric_line
 from ...models import (
     Capabilities,
     CodeBundle,
@@ -194,15 +195,17 @@ class KubernetesBackend(Backend):
         return watcher.events()
 
     def logs(self, name: str, *, replica: str | None = None, offset: int = 0, tail: int | None = None,
-             follow: bool = False, stop: threading.Event | None = None) -> Iterator[LogLine]:  # fmt: skip
+             follow: bool = False, stop: threading.Event | None = None,
+             raw: bool = False) -> Iterator[LogLine]:  # fmt: skip
         kind, _ = self._find(name)
         if follow:
-            return self._follow_logs(kind, name, replica, offset, tail, stop)
-        return iter(self._read_logs(kind, name, replica, offset, tail))
+            return self._follow_logs(kind, name, replica, offset, tail, stop, raw)
+        return iter(self._read_logs(kind, name, replica, offset, tail, raw))
 
     def _read_logs(
-        self, kind: str, name: str, replica: str | None, offset: int, tail: int | None
-    ) -> builtins.list[LogLine]:
+        self, kind: str, name: str, replica: str | None, offset: int, tail: int | None,
+        raw: bool = False,
+    ) -> builtins.list[LogLine]:  # fmt: skip
         out: builtins.list[LogLine] = []
         pods = sorted(self._pods(kind, name), key=lambda p: S.pod_replica(kind, p) or ("", 0))
         for pod in pods:
@@ -219,22 +222,23 @@ class KubernetesBackend(Backend):
                 lines += [x for x in read_container(self.conn, pname, cname, previous=True) if x]
             lines += [x for x in read_container(self.conn, pname, cname) if x]
             mine = [LogLine(rid, i, text, stamp) for i, (stamp, text) in enumerate(lines)]
-            start = max(offset, len(mine) - tail) if tail is not None else offset
-            out += mine[start:]
+            if not raw:  # offsets stay those of the whole log; a tail counts what is kept
+                mine = [line for line in mine if not is_metric_line(line.text)]
+            kept = mine[len(mine) - tail :] if tail is not None and tail < len(mine) else mine
+            out += [line for line in kept if line.offset >= offset]
         return out
 
     def _follow_logs(self, kind: str, name: str, replica: str | None, offset: int, tail: int | None,
-                     stop: threading.Event | None) -> Iterator[LogLine]:  # fmt: skip
+                     stop: threading.Event | None, raw: bool = False) -> Iterator[LogLine]:  # fmt: skip
         from ...models import EventKind
 
         floor: dict[str, int] = {}
         if tail is not None:  # where "the last tail lines" begin, per replica, right now
-            for old in self._read_logs(kind, name, replica, 0, None):
-                floor[old.replica] = old.offset + 1
-            floor = {r: max(0, n - tail) for r, n in floor.items()}
+            for old in self._read_logs(kind, name, replica, 0, tail, raw):
+                floor.setdefault(old.replica, old.offset)
         api_version, plural = RESOURCES[kind]
         for ev in JobWatcher(
-            self.conn, kind, api_version, plural, name, stop=stop, usage_every=0
+            self.conn, kind, api_version, plural, name, stop=stop, usage_every=0, raw=raw
         ).events():
             line = ev.log if ev.kind == EventKind.LOG else None
             if (

@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ...metrics import parse_metric_line
+from ...metrics import is_metric_line, parse_metric_line
 from ...models import EventKind, JobEvent, JobState, JobStatus, LogLine, ReplicaStatus
 from . import status as S
 from .connection import Connection
@@ -38,7 +38,7 @@ FINISH_GRACE = 10.0
 class JobWatcher:
     def __init__(self, conn: Connection, kind: str, api_version: str, plural: str, name: str, *,
                  stop: threading.Event | None = None, from_start: bool = True, usage_every: float = 5.0,
-                 maxsize: int = 2000) -> None:  # fmt: skip
+                 maxsize: int = 2000, raw: bool = False) -> None:  # fmt: skip
         self.conn, self.kind, self.name = conn, kind, name
         self.group, _, self.version = api_version.rpartition("/")
         self.plural = plural
@@ -59,6 +59,7 @@ class JobWatcher:
         self.pod_ids: dict[str, str] = {}  # pod name -> replica id
         self._latest: dict[str, float] = {}  # latest value of each training metric
         self._finished_at: float | None = None
+        self.raw = raw  # LOG events for report() lines too (a raw log follower)
 
     # -- producers ------------------------------------------------------------------
     def _put(self, item: tuple[str, Any]) -> bool:
@@ -225,7 +226,9 @@ class JobWatcher:
     def _status(self) -> JobStatus | None:
         if self.job is None:
             return None
-        return S.job_status(self.kind, self.job, list(self.pods.values()), self.conn.namespace)
+        return S.job_status(
+            self.kind, self.job, list(self.pods.values()), self.conn.namespace, self.last_lines
+        )
 
     def _fold(self) -> Iterator[JobEvent]:
         last_state: JobState | None = None
@@ -357,14 +360,21 @@ class JobWatcher:
     def _line(self, rid: str, stamp: float | None, text: str) -> Iterator[JobEvent]:
         off = self.offsets.get(rid, 0)
         self.offsets[rid] = off + 1
-        self.last_lines.setdefault(rid, deque(maxlen=LAST_LINES)).append(text)
+        if not is_metric_line(text):
+            self.last_lines.setdefault(rid, deque(maxlen=LAST_LINES)).append(text)
         if self.start_time is not None and stamp is not None and stamp < self.start_time:
             return
-        yield JobEvent(EventKind.LOG, self.name, replica=rid, log=LogLine(rid, off, text, stamp))
+        if self.raw or not is_metric_line(text):  # report() lines: METRIC events only
+            yield JobEvent(
+                EventKind.LOG, self.name, replica=rid, log=LogLine(rid, off, text, stamp)
+            )
         m = parse_metric_line(text)
         if m is not None:
             self._latest.update(m.values)
-            yield JobEvent(EventKind.METRIC, self.name, replica=rid, metrics=m.values, step=m.step)
+            yield JobEvent(
+                EventKind.METRIC, self.name, replica=rid, metrics=m.values, step=m.step,
+                source=m.source,
+            )  # fmt: skip
 
 
 def followed_status(pod: dict[str, Any]) -> dict[str, Any] | None:

@@ -19,7 +19,7 @@ import psutil
 
 from ...config import Config, data_dir
 from ...errors import JobConflict, JobNotFound, ValidationError
-from ...metrics import parse_metric_line
+from ...metrics import is_metric_line, parse_metric_line
 from ...models import (
     Capabilities,
     CodeBundle,
@@ -73,7 +73,7 @@ class LocalBackend(Backend):
         self._jobdir_name_ok(spec.name)
         handle = JobHandle(
             name=spec.name, backend=self.name, notebook=spec.notebook or bundle.source_notebook,
-            code_digest=bundle.digest,
+            code_digest=bundle.digest, cell_id=spec.cell_id,
         )  # fmt: skip
         self.root.mkdir(parents=True, exist_ok=True)
         try:
@@ -151,8 +151,9 @@ class LocalBackend(Backend):
         spec, handle = jd.spec(), jd.handle()
         return JobStatus(
             name=spec.name, backend=self.name, strategy=spec.strategy, state=JobState.PENDING,
-            replicas=[ReplicaStatus(r, i) for r, i in spec.shape.replica_ids],
+            replicas=[ReplicaStatus(r.role, r.index, rank=r.rank) for r in spec.shape.replicas],
             created=handle.created, notebook=handle.notebook, code_digest=handle.code_digest,
+            cell_id=handle.cell_id, backoff_limit=spec.effective_backoff_limit,
         )  # fmt: skip
 
     def list(self, *, notebook: str | None = None) -> list[JobStatus]:
@@ -188,11 +189,12 @@ class LocalBackend(Backend):
         tail: int | None = None,
         follow: bool = False,
         stop: threading.Event | None = None,
+        raw: bool = False,
     ) -> Iterator[LogLine]:
         jd = self._jobdir(name)
         return iter_logs(
             jd, replica=replica, offset=offset, tail=tail, follow=follow, stop=stop,
-            finished=lambda: self._status(jd).state.finished,
+            finished=lambda: self._status(jd).state.finished, raw=raw,
         )  # fmt: skip
 
     def watch(
@@ -322,12 +324,14 @@ def _watch(
 def _line_events(name: str, lines: list[LogLine], log_event: LogEvents) -> Iterator[JobEvent]:
     now = time.time()
     for line in lines:
-        yield log_event(line, now)
+        if not is_metric_line(line.text):  # report() lines are METRIC events only
+            yield log_event(line, now)
         m = parse_metric_line(line.text)
         if m is not None:
             yield JobEvent(
-                EventKind.METRIC, name, replica=line.replica, metrics=m.values, step=m.step
-            )
+                EventKind.METRIC, name, replica=line.replica, metrics=m.values, step=m.step,
+                source=m.source,
+            )  # fmt: skip
 
 
 def _replica_events(name: str, status: JobStatus, seen: dict[str, tuple]) -> Iterator[JobEvent]:
