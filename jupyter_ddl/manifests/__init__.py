@@ -13,6 +13,7 @@ from typing import Any
 from ..models import JobSpec
 from . import common, mpijob, podgroup, pytorchjob, tfjob, trainjob
 from .common import (
+    ANNOTATION_CELL,
     ANNOTATION_CODE_DIGEST,
     ANNOTATION_NOTEBOOK,
     ANNOTATION_SPEC,
@@ -81,6 +82,7 @@ def build_manifests(
 
 
 __all__ = [
+    "ANNOTATION_CELL",
     "ANNOTATION_CODE_DIGEST",
     "ANNOTATION_NOTEBOOK",
     "ANNOTATION_SPEC",

@@ -20,7 +20,9 @@ LABEL_STRATEGY = PREFIX + "strategy"
 LABEL_NOTEBOOK = PREFIX + "notebook"  # label-safe form; full path in the annotation
 LABEL_USER = PREFIX + "user"
 LABEL_CODE_DIGEST = PREFIX + "code-digest"  # first 12 hex digits; full in the annotation
+LABEL_CELL = PREFIX + "cell"  # the notebook cell's id (label-safe form; full in the annotation)
 ANNOTATION_NOTEBOOK = PREFIX + "notebook"
+ANNOTATION_CELL = PREFIX + "cell-id"
 ANNOTATION_USER = PREFIX + "user"
 ANNOTATION_CODE_DIGEST = PREFIX + "code-digest"
 ANNOTATION_SPEC = PREFIX + "spec"  # reserved for the backend: the JobSpec as JSON
@@ -67,6 +69,8 @@ def our_labels(spec: JobSpec, code_digest: str | None) -> dict[str, str]:
         labels[LABEL_NOTEBOOK] = label_value(spec.notebook.rsplit("/", 1)[-1])
     if spec.user and label_value(spec.user):
         labels[LABEL_USER] = label_value(spec.user)
+    if spec.cell_id and label_value(spec.cell_id):
+        labels[LABEL_CELL] = label_value(spec.cell_id)
     if code_digest:
         labels[LABEL_CODE_DIGEST] = code_digest.split(":", 1)[-1][:12]
     return {**spec.labels, **labels}
@@ -78,6 +82,8 @@ def our_annotations(spec: JobSpec, code_digest: str | None) -> dict[str, str]:
         notes[ANNOTATION_NOTEBOOK] = spec.notebook
     if spec.user:
         notes[ANNOTATION_USER] = spec.user
+    if spec.cell_id:
+        notes[ANNOTATION_CELL] = spec.cell_id
     if code_digest:
         notes[ANNOTATION_CODE_DIGEST] = code_digest
     return notes
