@@ -38,6 +38,7 @@ from . import gpus
 from .jobdir import SUPERVISOR_PATH_ENV, JobDir, jobs_root, write_json
 from .logs import LogEvents, LogFollower, Pacer, count_lines, iter_logs
 from .replica import kill_tree
+from .usage import UsageSampler
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
 START_GRACE = 15.0  # a job dir without a supervisor record is still being created
@@ -52,6 +53,7 @@ class LocalBackend(Backend):
         super().__init__(config)
         self.root = root or jobs_root(data_dir())
         self._spawned: list[subprocess.Popen[bytes]] = []
+        self._usage = UsageSampler()  # what `get` reports beside each replica
 
     # -- paths -------------------------------------------------------------------------
     def _jobdir(self, name: str) -> JobDir:
@@ -131,7 +133,13 @@ class LocalBackend(Backend):
 
     # -- status ------------------------------------------------------------------------
     def get(self, name: str) -> JobStatus:
-        return self._status(self._jobdir(name))
+        """The status, and what each running replica uses now (CPU, memory, GPU)."""
+        status = self._status(self._jobdir(name))
+        if not status.state.finished:
+            used = self._usage.sample(status.replicas)
+            for r in status.replicas:
+                r.resources = used.get(r.id, {})
+        return status
 
     def _status(self, jd: JobDir) -> JobStatus:
         self._reap()
@@ -283,7 +291,7 @@ def _watch(
     follow: dict[str, LogFollower] = {}
     seen_state: JobState | None = None
     seen_replicas: dict[str, tuple] = {}
-    sampler = _Sampler()
+    sampler = UsageSampler()
     log_event = LogEvents(name)
     pacer = Pacer()
     next_sample = next_status = 0.0
@@ -340,25 +348,3 @@ def _replica_events(name: str, status: JobStatus, seen: dict[str, tuple]) -> Ite
         if seen.get(r.id) != key:
             seen[r.id] = key
             yield JobEvent(EventKind.REPLICA, name, replica=r.id, replica_status=r)
-
-
-class _Sampler:
-    """CPU and memory of each replica's process tree (psutil)."""
-
-    def __init__(self) -> None:
-        self._procs: dict[int, psutil.Process] = {}
-
-    def sample(self, replicas: list[ReplicaStatus]) -> dict[str, dict[str, float]]:
-        out = {}
-        for r in replicas:
-            if not r.pid:
-                continue
-            try:
-                root = self._procs.setdefault(r.pid, psutil.Process(r.pid))
-                tree = [root, *root.children(recursive=True)]
-                cpu = sum(p.cpu_percent(None) for p in tree)
-                rss = sum(p.memory_info().rss for p in tree)
-            except psutil.Error:
-                continue
-            out[r.id] = {"cpu_percent": cpu, "memory_mb": rss / 2**20}
-        return out
