@@ -45,7 +45,12 @@ CASES = {
     "gloo-restarts": ("worker-0", 1, "ValueError: boom", {}),
     "gloo-killed": ("worker-0", 1, "signal 9", {"master-0": "Connection closed by peer"}),
     "exit-no-traceback": ("worker-1", 2, "exit code 3", {"worker-0": "Connection closed by peer"}),
-    "torchrun-child": ("worker-0", 1, "ValueError: boom", {"master-0": "Connection closed by peer"}),
+    "torchrun-child": (
+        "worker-0",
+        1,
+        "ValueError: boom",
+        {"master-0": "Connection closed by peer"},
+    ),
     "tf-multi-worker": ("worker-1", 1, "ValueError: boom in the input pipeline", {}),
     "mpi-rank": ("worker-1", 1, "ValueError: boom", {"launcher-0": "a rank called MPI_ABORT"}),
 }

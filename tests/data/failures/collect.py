@@ -112,7 +112,9 @@ def run(case: str, root: Path) -> dict:
     site = sysconfig.get_paths()["purelib"]
 
     def clean(text: str) -> str:
-        return text.replace(jobdir, "<job>").replace(site, "<python>").replace(sys.prefix, "<python>")
+        return (
+            text.replace(jobdir, "<job>").replace(site, "<python>").replace(sys.prefix, "<python>")
+        )
 
     out = {"state": status.state.value, "message": clean(status.message or ""), "replicas": []}
     for r in status.replicas:
@@ -152,7 +154,9 @@ def main(cases: list[str]) -> None:
                 data = run(f"{case}", Path(tmp)) if attempt == 0 else run_again(case, Path(tmp))
                 if case != "cancel-teardown" or _has_teardown_noise(data):
                     break  # stopping is fast: the peers' errors do not show every time
-            (HERE / f"{case}.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+            (HERE / f"{case}.json").write_text(
+                json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+            )
             print(case, data["state"], data["message"][:160])
 
 
