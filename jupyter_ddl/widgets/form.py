@@ -127,6 +127,9 @@ class DistributeForm:
         self.another_button = w.Button(description="Submit another", icon="plus")
         self.another_button.layout.display = "none"
         self.dry_run_button = w.Button(description="Dry run", icon="eye")
+        for widget, cls in ((self.submit_button, "ddl-submit"), (self.name, "ddl-name"),
+                            (self.another_button, "ddl-submit-another")):  # fmt: skip
+            widget.add_class(cls)  # names a page can find them by
         self.error = w.HTML()
         self.output = w.Output()
         self.dry_run_text = w.HTML()

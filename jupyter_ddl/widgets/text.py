@@ -43,12 +43,22 @@ def source_text(st: DashboardState) -> str:
     return " · ".join(p for p in parts if p)
 
 
+def job_message(st: DashboardState) -> str | None:
+    """The job's message without the root-cause line it leads with (shown apart)."""
+    msg = st.message
+    if msg and " failed first: " in msg and diagnosis_of(st) is not None:
+        rest = msg.rsplit(" — ", 1)
+        return rest[1] if len(rest) == 2 else None
+    return msg
+
+
 def header_text(st: DashboardState, now: float | None = None) -> str:
     parts = [st.name, st.strategy or "?", st.backend or "?", st.state]
     parts += [format_elapsed(st.elapsed(now)), restarts_text(st), source_text(st)]
     line = " · ".join(p for p in parts if p)
-    if st.message:
-        line += f" — {st.message}"
+    message = job_message(st)
+    if message:
+        line += f" — {message}"
     if st.error:
         line += f" — {st.error}"
     if st.detached:
@@ -58,7 +68,7 @@ def header_text(st: DashboardState, now: float | None = None) -> str:
 
 def header_html(st: DashboardState, now: float | None = None) -> str:
     color = _STATE_COLORS.get(st.state, "#333")
-    extra = "".join(f" <span>— {escape(t)}</span>" for t in (st.message, st.error) if t)
+    extra = "".join(f" <span>— {escape(t)}</span>" for t in (job_message(st), st.error) if t)
     if st.detached:
         extra += f" <span>— detached (<code>%ddl attach {escape(st.name)}</code> follows it again)</span>"
     more = "".join(

@@ -153,6 +153,7 @@ _OFFLINE_STYLE = """<style>
 .ddl-live-button.jupyter-widgets-disconnected,
 .jupyter-widgets-disconnected .ddl-live-button { pointer-events: none; opacity: 0.4; }
 .jupyter-widgets-disconnected .ddl-state { text-decoration: line-through; }
+.ddl-dashboard .jupyter-widgets-disconnected::before { display: none; }
 </style>"""
 
 
