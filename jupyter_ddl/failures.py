@@ -105,6 +105,8 @@ class Diagnosis:
         if self.root is None:
             return ""
         text = f"{self.root.label} failed first: {self.root.summary}"
+        if self.root.exception is None and self.root.tail:  # no exception: what it said last
+            text += f" (last lines: {' | '.join(t.strip() for t in self.root.tail[-3:])})"
         follow = [f"{c.label} ({c.symptom or c.summary})" for c in self.consequences]
         if follow:
             text += "; then " + ", ".join(follow)

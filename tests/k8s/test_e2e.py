@@ -111,7 +111,7 @@ def test_failing_pod_names_replica_exit_code_and_last_lines(backend, tmp_path):
     events = collect(backend, spec.name)
     final = events[-1].status
     assert final.state == JobState.FAILED
-    assert "worker-1 failed with exit code 3" in final.message
+    assert final.message.startswith("worker-1 · rank 2 failed first: exit code 3")
     failed = [
         e.replica_status
         for e in events
@@ -281,7 +281,7 @@ def test_oomkilled_container_is_named_as_such(backend, double):
     events = collect(backend, spec.name)
     final = events[-1].status
     assert final.state == JobState.FAILED
-    assert "-0 failed with exit code 137" in final.message and "OOMKilled" in final.message
+    assert final.message.startswith("master-0 · rank 0 failed first: exit code 137 (OOMKilled")
     assert any(
         e.kind == EventKind.WAITING and "raise the memory limit" in e.message for e in events
     )
