@@ -27,6 +27,7 @@ import tempfile
 import threading
 import time
 import uuid
+from array import array
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -63,7 +64,36 @@ while rank == "0" and len(os.listdir(os.environ["MARKS"])) < int(os.environ["WOR
     time.sleep(0.05)  # the master's end ends a PyTorchJob: wait for the others
 """
 
-Got = list[tuple[str, int, float, float]]  # (rank, line, written, delivered)
+
+class Tally:
+    """What arrived, in fixed memory per line (an 8-byte latency, a byte per line
+    number), so the memory growth measured is the follower's, not this record's."""
+
+    def __init__(self, pods: int, lines: int) -> None:
+        self.latency = array("d")
+        self.seen = {str(r): bytearray(lines) for r in range(pods)}
+        self.lock = threading.Lock()
+
+    def add(self, text: str, now: float) -> None:
+        parts = text.split(" ")
+        if len(parts) != 4 or parts[0] != "L":
+            return
+        marks = self.seen.get(parts[1])
+        i = int(parts[2])
+        if marks is not None and i < len(marks):
+            with self.lock:
+                marks[i] = 1
+                self.latency.append(now - float(parts[3]))
+
+    def stats(self) -> dict[str, float]:
+        lat = sorted(self.latency)
+        delivered = sum(sum(m) for m in self.seen.values())
+        expected = sum(len(m) for m in self.seen.values())
+        return {
+            "median_ms": 1000 * statistics.median(lat) if lat else float("inf"),
+            "p99_ms": 1000 * lat[min(len(lat) - 1, int(0.99 * len(lat)))] if lat else float("inf"),
+            "lost": float(expected - delivered),
+        }
 
 
 def _say(msg: str) -> None:
@@ -86,13 +116,6 @@ def _spec(pods: int, seconds: float, marks: Path) -> Any:
     )
 
 
-def _parse(text: str, now: float) -> tuple[str, int, float, float] | None:
-    parts = text.split(" ")
-    if len(parts) != 4 or parts[0] != "L":
-        return None
-    return parts[1], int(parts[2]), float(parts[3]), now
-
-
 class Sampler:
     """Threads and resident memory of this process, sampled every 20 ms."""
 
@@ -111,45 +134,39 @@ class Sampler:
             self.threads = max(self.threads, self.proc.num_threads())
             self.rss = max(self.rss, self.proc.memory_info().rss)
 
-    def measure(self, fn: Callable[[], Got]) -> tuple[Got, int, float]:
-        """Run ``fn``; its result, the most threads beyond those before, RSS growth (MiB)."""
+    def measure(self, fn: Callable[[], None]) -> tuple[int, float]:
+        """Run ``fn``; the most threads beyond those before, and RSS growth (MiB)."""
         time.sleep(0.1)
         threads0, rss0 = self.proc.num_threads(), self.proc.memory_info().rss
         self.threads, self.rss = threads0, rss0
-        got = fn()
+        fn()
         time.sleep(0.05)
-        return got, self.threads - threads0, (self.rss - rss0) / 2**20
+        return self.threads - threads0, (self.rss - rss0) / 2**20
 
     def close(self) -> None:
         self._stop.set()
         self._thread.join()
 
 
-def ours(backend: Any, name: str, timeout: float) -> Got:
+def ours(backend: Any, name: str, timeout: float, tally: Tally) -> None:
     from jupyter_ddl.models import EventKind
 
-    got: Got = []
     stop = threading.Event()
     timer = threading.Timer(timeout, stop.set)
     timer.start()
     try:
         for ev in backend.watch(name, stop=stop):
             if ev.kind == EventKind.LOG and ev.log is not None:
-                p = _parse(ev.log.text, time.time())
-                if p:
-                    got.append(p)
+                tally.add(ev.log.text, time.time())
     finally:
         timer.cancel()
-    return got
 
 
-def per_pod_threads(conn: Any, name: str, pods: int, timeout: float) -> Got:
+def per_pod_threads(conn: Any, name: str, pods: int, timeout: float, tally: Tally) -> None:
     """The baseline: a pod watch, and one blocking follower thread per started pod."""
     from jupyter_ddl.backends.kubernetes import status as S
 
     core, ns = conn.client("CoreV1Api"), conn.namespace
-    got: Got = []
-    lock = threading.Lock()
     followed: dict[str, threading.Thread] = {}
     deadline = time.monotonic() + timeout
 
@@ -160,9 +177,8 @@ def per_pod_threads(conn: Any, name: str, pods: int, timeout: float) -> Got:
             for chunk in resp.stream(65536, decode_content=False):
                 now = time.time()
                 *lines, pending = (pending + chunk).split(b"\n")
-                parsed = [p for raw in lines if (p := _parse(raw.decode(), now))]
-                with lock:
-                    got.extend(parsed)
+                for raw in lines:
+                    tally.add(raw.decode(), now)
         finally:
             resp.release_conn()
 
@@ -185,17 +201,6 @@ def per_pod_threads(conn: Any, name: str, pods: int, timeout: float) -> Got:
             resp.release_conn()
     for t in followed.values():
         t.join(max(0.0, deadline - time.monotonic()))
-    return got
-
-
-def _stats(got: Got, expected: int) -> dict[str, float]:
-    lat = sorted(recv - sent for _, _, sent, recv in got)
-    unique = {(r, i) for r, i, _, _ in got}
-    return {
-        "median_ms": 1000 * statistics.median(lat) if lat else float("inf"),
-        "p99_ms": 1000 * lat[min(len(lat) - 1, int(0.99 * len(lat)))] if lat else float("inf"),
-        "lost": float(expected - len(unique)),
-    }
 
 
 def run(repeats: int = 2, quick: bool = False, budget_s: float = 240.0) -> list[Row]:
@@ -230,14 +235,16 @@ def run(repeats: int = 2, quick: bool = False, budget_s: float = 240.0) -> list[
                         spec = _spec(pods, seconds, marks)
                         _say(f"repeat {r}, {pods} pods, {who}")
                         backend.submit(spec, build_bundle(CELL))
-                        timeout = seconds + 60
+                        timeout, tally = seconds + 60, Tally(pods, int(RATE * seconds))
                         fn = (
-                            partial(ours, backend, spec.name, timeout)
+                            partial(ours, backend, spec.name, timeout, tally)
                             if who == "ours"
-                            else partial(per_pod_threads, backend.conn, spec.name, pods, timeout)
+                            else partial(
+                                per_pod_threads, backend.conn, spec.name, pods, timeout, tally
+                            )
                         )
-                        got, threads, mem = sampler.measure(fn)
-                        stats = _stats(got, pods * int(RATE * seconds))
+                        threads, mem = sampler.measure(fn)
+                        stats = tally.stats()
                         stats.update(threads=float(threads), memory_mib=mem)
                         samples.setdefault((pods, who), []).append(stats)
                         backend.delete(spec.name)

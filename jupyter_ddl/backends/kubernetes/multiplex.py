@@ -43,6 +43,7 @@ from .logs import NOT_STARTED, read_container, split_timestamp
 log = logging.getLogger(__name__)
 
 OPENERS = 8  # threads for the blocking calls: short (headers, one GET), mostly waiting
+OPEN_TIMEOUT = (10.0, 30.0)  # connect, headers: a hung open must not hold an opener
 READ_CAP = 256 * 1024  # bytes read from one stream per wake-up: no stream starves others
 FIRST_DELAY, MAX_DELAY = 0.2, 5.0  # reconnect backoff while a container still runs
 
@@ -176,7 +177,8 @@ class LogMultiplexer:
 
         from .errors import from_api_exception
 
-        kwargs: dict[str, Any] = {"follow": True, "timestamps": True, "_preload_content": False}
+        kwargs: dict[str, Any] = {"follow": True, "timestamps": True, "_preload_content": False,
+                                  "_request_timeout": OPEN_TIMEOUT}  # fmt: skip
         if s.container:
             kwargs["container"] = s.container
         try:
@@ -204,6 +206,8 @@ class LogMultiplexer:
         s.resp, (s.sock, head, s.body) = resp, taken
         self._inbox.put(("add", s, head))
         self._wake()
+        if self._closed.is_set() and not self._thread.is_alive():
+            self._close_inbox()  # closed while we opened it: nobody else will
 
     def _ended(self, s: Stream) -> None:
         """A stream ended (or could not open): the selector thread decides what next."""
@@ -273,7 +277,7 @@ class LogMultiplexer:
                     else:
                         self._finish(s)
         finally:
-            self._inbox_commands()  # streams opened meanwhile: close them too
+            self._close_inbox()  # streams opened meanwhile
             for s in list(self._open):
                 self._disconnect(s)
             self._sel.close()
@@ -286,6 +290,18 @@ class LogMultiplexer:
                 pass
         except OSError:  # would block (drained) or closed
             pass
+
+    def _close_inbox(self) -> None:
+        while True:
+            try:
+                what, s, _ = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            if what == "add" and s.resp is not None:
+                try:
+                    s.resp.close()
+                except Exception:  # noqa: BLE001 - closing must not fail the caller
+                    pass
 
     def _inbox_commands(self) -> None:
         while True:

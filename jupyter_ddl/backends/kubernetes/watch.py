@@ -79,9 +79,8 @@ class JobWatcher:
 
     def _list_watch(self, tag: str, list_fn: Callable[..., Any], **kw: Any) -> None:
         """List, then watch from the list's resourceVersion; re-list on 410, back off on
-        errors. Reads the raw JSON (``_preload_content=False``): objects stay dicts, and
-        the client's own watch helper (which buffers whole reads with some urllib3
-        versions, so events arrive late) is not involved."""
+        errors. Reads the raw JSON (``_preload_content=False``): objects stay the dicts
+        the API sent, never built into the client's models and turned back into dicts."""
         from kubernetes.client import ApiException
 
         delay, rv = 0.2, None
