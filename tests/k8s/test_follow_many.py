@@ -112,3 +112,47 @@ def test_every_stream_cut_halfway_resumes_without_loss_or_repeat(backend, double
     check_every_line_once_in_order(logs, pods=16, lines=40)
     reopened = [p for _, p in double.requests("GET", "/log?") if "follow=true" in p.lower()]
     assert len(reopened) > 16  # some streams were opened again after the cut
+
+
+GATED = """\
+import os, time
+rank, marks = os.environ["RANK"], os.environ["MARKS"]
+for i in range(20):
+    if i == 10:  # wait for the test to cut the streams, then finish at once
+        while not os.path.exists(os.path.join(marks, "go")):
+            time.sleep(0.01)
+    print(f"L {rank} {i}", flush=True)
+open(os.path.join(marks, "done-" + rank), "w").close()
+while rank == "0" and len(os.listdir(marks)) < int(os.environ["WORLD_SIZE"]) + 1:
+    time.sleep(0.05)
+"""
+
+
+def test_a_container_that_ends_while_its_stream_is_cut_still_gives_every_line(
+    backend, double, tmp_path
+):
+    marks = tmp_path / "gated"
+    marks.mkdir()
+    spec = JobSpec(
+        name=f"gated-{uuid.uuid4().hex[:6]}",
+        strategy="torch-ddp",
+        replicas={"Master": 1, "Worker": 3},
+        clean_pod_policy=CleanPodPolicy.NONE,
+        command=["python", "-S", "-u", f"{CODE_DIR}/cell.py"],
+        env={"MARKS": str(marks)},
+    )
+    backend.submit(spec, build_bundle(GATED))
+    tenth: set[str] = set()
+
+    def cut_then_go(line) -> None:
+        if line.text.endswith(" 9"):
+            tenth.add(line.replica)
+            if len(tenth) == 4:  # every pod waits: cut, and let them all end meanwhile
+                assert double.state.drop_streams() >= 4
+                (marks / "go").touch()
+
+    logs, _, last = follow(backend, spec.name, on_log=cut_then_go)
+
+    assert (marks / "go").exists()
+    assert last.kind == EventKind.STATUS and last.status.state == JobState.SUCCEEDED
+    check_every_line_once_in_order(logs, pods=4, lines=20)
