@@ -18,6 +18,7 @@ on a free port (``PET_MASTER_PORT``), since the SDK's local runtime asks for one
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import time
 from importlib.metadata import version
@@ -84,4 +85,8 @@ def time_trainer_sdk() -> float:
             client.wait_for_job_status(name, timeout=120, polling_interval=1)
         finally:
             client.delete_job(name)
+            # the SDK removes its venv only when the job succeeds
+            for venv in Path(tempfile.gettempdir()).glob(f"{name}*"):
+                if (venv / "bin" / "python").exists():
+                    shutil.rmtree(venv, ignore_errors=True)
     return ready - start
