@@ -1,4 +1,4 @@
-"""Pack a cell into a CodeBundle: the cell, the runtime shim and a generated entry point.
+"""Pack a cell into a CodeBundle: the cell, the runtime shim's files and a generated entry point.
 
 The content depends only on the arguments (no time stamps, no paths of this machine),
 so the same code always gives the same digest, image tag and job directory files.
@@ -13,6 +13,9 @@ from .models import CodeBundle
 
 CELL = "cell.py"
 RUNTIME = "ddl_runtime.py"
+SPAWN = "ddl_spawn.py"  # the cell's definitions for processes the cell spawns (main.py)
+#: every file of the shim, shipped side by side (``RUNTIME`` imports the others)
+RUNTIME_FILES = (RUNTIME, "ddl_runtime_torch.py", SPAWN)
 ENTRYPOINT = "main.py"
 
 # The entry point every replica runs. It finds the shim next to itself, so the
@@ -30,12 +33,16 @@ import ddl_runtime  # noqa: E402
 
 if __name__ == "__main__":
     ddl_runtime.main(os.path.join(_here, "cell.py"), globals())
+elif __name__ == "__mp_main__":  # a process the cell spawned: define what it unpickles
+    import ddl_spawn
+
+    ddl_spawn.define_cell(os.path.join(_here, "cell.py"), globals())
 '''
 
 
-def runtime_source() -> bytes:
-    """The shim's source, exactly as it ships into every replica."""
-    return files("jupyter_ddl.runtime").joinpath(RUNTIME).read_bytes()
+def runtime_source(name: str = RUNTIME) -> bytes:
+    """A file of the shim, exactly as it ships into every replica."""
+    return files("jupyter_ddl.runtime").joinpath(name).read_bytes()
 
 
 def build_bundle(
@@ -45,7 +52,7 @@ def build_bundle(
     notebook: str | None = None,
     warnings: Sequence[str] = (),
 ) -> CodeBundle:
-    """A CodeBundle holding ``cell.py`` (``code``), the runtime shim and ``main.py``.
+    """A CodeBundle holding ``cell.py`` (``code``), the runtime shim's files and ``main.py``.
 
     ``requirements`` are pip requirement strings (kept in order, duplicates dropped);
     ``warnings`` are capture notes shown to the user. Deterministic: equal arguments
@@ -55,7 +62,7 @@ def build_bundle(
     return CodeBundle(
         files={
             CELL: text.encode("utf-8"),
-            RUNTIME: runtime_source(),
+            **{name: runtime_source(name) for name in RUNTIME_FILES},
             ENTRYPOINT: MAIN_PY.encode("utf-8"),
         },
         entrypoint=ENTRYPOINT,

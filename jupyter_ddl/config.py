@@ -41,6 +41,11 @@ class Config:
     python: str | None = None  # interpreter for local replicas; None: the kernel's
     log_tail: int = 200  # lines kept per replica in the cell output
     refresh_hz: float = 4.0  # dashboard updates per second (at most 10)
+    # Kubernetes API timeouts, seconds: opening a connection; the answer to a read
+    # (discovery, get, list: what `%ddl list` and the sidebar wait on); to a write.
+    kube_connect_timeout: float = 3.0
+    kube_read_timeout: float = 5.0
+    kube_write_timeout: float = 30.0
 
     def set(self, key: str, value: str) -> None:
         """Set one key from text (``%ddl config key=value``)."""

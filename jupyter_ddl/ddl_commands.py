@@ -77,7 +77,13 @@ def status_text(status: JobStatus) -> str:
 
 
 def _list(magics: DDLMagics, rest: list[str]) -> None:
-    jobs = magics.manager.list()
+    listing = magics.manager.listing()
+    _print_jobs(listing.jobs)
+    for down in listing.unavailable:  # one line each: a backend down hides no other
+        print(down.line)
+
+
+def _print_jobs(jobs: list[JobStatus]) -> None:
     if not jobs:
         print("no jobs yet; `%%distribute --strategy NAME` starts one")
         return

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import yaml
 
-from . import contract
 from .config import Config
 from .manifests import CODE_DIR, build_manifests, secret_name
 from .models import CodeBundle, JobSpec
+from .shape import JobShape
 from .strategies import get_strategy
 
 PENDING_TAG = "pending"  # the real tag needs the base image's digest (image/builder.py)
@@ -56,11 +56,13 @@ def _image_choice(
 
 
 def _header(spec: JobSpec, shipping: str, bundle: CodeBundle | None) -> str:
-    strategy = get_strategy(spec.strategy)
-    counts = ", ".join(f"{role} {n}" for role, n in contract.effective_replicas(spec).items())
+    shape = spec.shape
+    strategy = shape.strategy
+    counts = ", ".join(f"{role} {n}" for role, n in shape.counts.items())
     lines = [
         f"jupyter-ddl dry run: job {spec.name}",
-        f"strategy: {strategy.name} ({strategy.title}) -> {contract.job_kind(spec)}; replicas: {counts}",
+        f"strategy: {strategy.name} ({strategy.title}) -> {shape.kind}; replicas: {counts}; "
+        f"world size {shape.world_size} ({_processes(shape)})",
         f"shipping: {shipping}",
     ]
     if bundle is not None:
@@ -71,3 +73,12 @@ def _header(spec: JobSpec, shipping: str, bundle: CodeBundle | None) -> str:
             f"secret env: {names} from Secret {secret_name(spec.name)} (values never shown)"
         )
     return "".join(f"# {line}\n" for line in lines)
+
+
+def _processes(shape: JobShape) -> str:
+    """How the world size comes about: ranks per host, or processes per replica."""
+    hosts = shape.mpi_hosts
+    if hosts is not None:
+        return f"{shape.count(hosts)} {hosts} × {shape.mpi_slots} MPI slots"
+    n = shape.nproc_per_node
+    return f"{n} process{'es' if n > 1 else ''} per training replica"

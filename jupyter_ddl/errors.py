@@ -52,6 +52,17 @@ class BackendUnavailable(DDLError):
     http_status = 503
 
 
+class ClusterUnreachable(BackendUnavailable):
+    """The cluster's API did not answer: connection refused, timeout, TLS or proxy
+    failure, unknown host."""
+
+
+class ClusterUnauthorized(BackendUnavailable):
+    """The cluster refused the credentials (401): an expired exec/OIDC token, a
+    revoked service-account token. Still 503 to our clients: answering 401 would tell
+    JupyterLab that the *notebook* session needs a new login."""
+
+
 class ResourceError(DDLError):
     """The job asks for more than is there (GPUs, quota)."""
 

@@ -13,10 +13,26 @@ from dataclasses import dataclass, field
 
 from .errors import ValidationError
 from .models import GangScheduling, JobSpec, Resources, RestartPolicy
+from .shape import fill_counts
 from .strategies import Strategy, get_strategy
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _POLICIES = {p.value.lower(): p for p in RestartPolicy}
+
+
+REPLICAS_HELP = """\
+--replicas N counts the replicas that train, for every strategy:
+  torch-ddp, ignite, deepspeed   Master 1 + Worker N-1 (N=1: the Master alone)
+  torch-elastic                  Worker N
+  tf-multi-worker-mirrored       Chief + Worker = N (--chief 1: Chief 1 + Worker N-1)
+  tf-parameter-server            Worker N; Chief 1, --ps and --evaluator on their own
+  horovod                        Worker N MPI ranks; the launcher is not counted
+  torch-dp, tf-mirrored, tf-central-storage, tf-tpu   exactly 1
+  --target trainjob              Node N (and the runtime's launcher for deepspeed)
+--evaluator is never counted. Each torch replica runs --nproc-per-node processes
+(default: one per GPU), so the world size is N x processes per replica. --gpus is
+per replica. --replicas with a role flag that disagrees (--replicas 3 --workers 5) is
+refused."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -29,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="%%distribute",
         add_help=False,
         description="Run this cell as a distributed training job.",
+        epilog=REPLICAS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         exit_on_error=False,
         # `--worker 2` must not silently mean `--workers`: a flag added later would
         # change what stored notebooks mean.
@@ -37,12 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
     a = p.add_argument
     a("-h", "--help", action="store_true", help="show this help")
     a("--strategy", "-s", help="strategy name (`%%ddl strategies` lists them)")
-    a("--replicas", "-n", type=int, help="total training replicas (torch: 1 Master + N-1 Workers)")
-    a("--workers", type=int, help="Worker replicas")
+    a("--replicas", "-n", type=int, help="training replicas in total (see below)")
+    a("--workers", type=int, help="Worker replicas (0 allowed for torch DDP: Master alone)")
     a("--ps", type=int, help="parameter servers (tf-parameter-server)")
     a("--chief", type=int, help="Chief replicas (0 or 1)")
     a("--evaluator", type=int, help="Evaluator replicas (0 or 1)")
-    a("--gpus", type=int, default=0, help="GPUs per replica")
+    a("--gpus", type=int, default=0, help="GPUs per replica (1 replica x 1 GPU = 1 GPU)")
     a("--tpus", type=int, default=0, help="TPU chips per replica (tf-tpu)")
     a("--cpu", help="CPU per replica, a Kubernetes quantity (2, 500m)")
     a("--memory", help="memory per replica, a Kubernetes quantity (4Gi)")
@@ -76,7 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
     a("--priority", help="priority class (implies --gang)")
     a("--restart-policy", help="Never, OnFailure, ExitCode or Always")
     a("--backoff-limit", type=int, help="restarts before the job fails")
-    a("--nproc-per-node", type=int, help="processes per replica (torchrun)")
+    a(
+        "--nproc-per-node",
+        type=int,
+        help="torch processes per replica, under torchrun (default: its GPU count, at least 1)",
+    )
     a("--dist-backend", choices=["gloo", "nccl", "mpi"], help="torch process group backend")
     a("--target", choices=["trainjob"], help="submit torch strategies as a Trainer v2 TrainJob")
     a(
@@ -145,67 +167,63 @@ def help_text() -> str:
     return build_parser().format_help()
 
 
+_ROLE_FLAGS = {"Worker": "--workers", "PS": "--ps", "Chief": "--chief", "Evaluator": "--evaluator"}
+
+
 def role_counts(strategy: Strategy, args: DistributeArgs) -> dict[str, int]:
-    """Replica count per role from --replicas (the total) and the per-role flags."""
-    counts = strategy.default_replicas()
+    """Every role's count from the flags (zeros included, so no default comes back).
+
+    ``--replicas N`` counts the replicas that train (``RoleRule.counted``): the strategy's
+    fill role (Worker, or its only counted role) takes N minus the other counted roles;
+    roles it does not count (PS, launcher, evaluator, the ParameterServer chief) come
+    from their own flags or their defaults.
+    """
     explicit = {
         "Worker": args.workers,
         "PS": args.ps,
         "Chief": args.chief,
         "Evaluator": args.evaluator,
     }
-    for role, n in explicit.items():
-        if n is None:
-            continue
+    given = {role: n for role, n in explicit.items() if n is not None}
+    for role in given:
         if strategy.rule(role) is None:
-            flag = "--" + ("workers" if role == "Worker" else role.lower())
             raise ValidationError(
-                f"{flag}: {strategy.name} has no {role} role (roles: {', '.join(strategy.role_names)}); drop the flag"
+                f"{_ROLE_FLAGS[role]}: {strategy.name} has no {role} role "
+                f"(roles: {', '.join(strategy.role_names)}); drop the flag"
             )
-        counts[role] = n
+    counts = fill_counts(strategy.name, given, None)
     if args.replicas is not None:
-        _fill(strategy, counts, args.replicas, args.workers is not None)
-    return {r: n for r, n in counts.items() if n or not _optional(strategy, r)}
+        fill = strategy.fill_role
+        counts[fill.role] = _fill(strategy, counts, args.replicas, explicit.get(fill.role))
+    return counts
 
 
-def _optional(strategy: Strategy, role: str) -> bool:
-    rule = strategy.rule(role)
-    return rule is not None and rule.min == 0
-
-
-def _fill(strategy: Strategy, counts: dict[str, int], total: int, workers_given: bool) -> None:
-    """--replicas N counts the replicas that train (not PS, launcher or evaluator); the
-    Worker role (or the strategy's only role) takes whatever the others leave."""
-    fill = "Worker" if strategy.rule("Worker") else strategy.roles[0].role
-    counted = {
-        r: n
-        for r, n in counts.items()
-        if r not in (fill, "Evaluator")
-        and (other := strategy.rule(r)) is not None
-        and other.runs_cell
-    }
-    fixed = sum(counted.values())
-    rule = strategy.rule(fill)
-    assert rule is not None
-    n = total - fixed
-    if workers_given and counts.get(fill) != n:
-        raise ValidationError(
-            f"--replicas {total} and --workers {counts.get(fill)} disagree for {strategy.name}; give only one of them"
-        )
-    if not rule.allows(n):
-        lo = fixed + rule.min
-        hi = None if rule.max is None else fixed + rule.max
+def _fill(strategy: Strategy, counts: dict[str, int], total: int, given: int | None) -> int:
+    """The fill role's count for ``--replicas total``; one line when it cannot be."""
+    fill = strategy.fill_role
+    others = {r.role: counts[r.role] for r in strategy.counted_roles if r is not fill}
+    n = total - sum(others.values())
+    if not fill.allows(n):
+        lo = sum(others.values()) + fill.min
+        hi = None if fill.max is None else sum(others.values()) + fill.max
         span = " or more" if hi is None else ("" if hi == lo else f" to {hi}")
-        fixed_roles = " + ".join(f"{n} {r}" for r, n in counted.items() if n)
+        fixed = " + ".join(f"{r} {k}" for r, k in others.items() if k)
         shape = (
-            f"{fixed_roles} + {rule.describe()} {fill}"
-            if fixed_roles
-            else f"{rule.describe()} {fill}"
+            f"{fixed} + {fill.describe()} {fill.role}"
+            if fixed
+            else f"{fill.describe()} {fill.role}"
         )
         raise ValidationError(
-            f"--replicas {total}: {strategy.name} runs {shape}; choose --replicas {lo}{span}"
+            f"--replicas {total}: {strategy.name} trains on {shape}; choose --replicas {lo}{span}"
         )
-    counts[fill] = n
+    if given is not None and given != n:
+        flag = _ROLE_FLAGS.get(fill.role, fill.role)
+        made = " + ".join(f"{r} {k}" for r, k in {**others, fill.role: n}.items() if k)
+        raise ValidationError(
+            f"--replicas {total} and {flag} {given} disagree: for {strategy.name} --replicas "
+            f"{total} means {made}; give only one of them"
+        )
+    return n
 
 
 def _env(items: list[str]) -> dict[str, str]:

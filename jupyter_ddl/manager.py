@@ -7,9 +7,11 @@ registry or Kubernetes directly.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .backends import Backend, backend_class, backend_names
@@ -22,12 +24,50 @@ from .validation import validate
 if TYPE_CHECKING:
     from .image import BuiltImage
 
+log = logging.getLogger(__name__)
 
 #: (replica, values) for each ``report(**metrics)`` line, in log order
 Reports = list[tuple[str, dict[str, float]]]
 
 #: seconds an unavailable backend is left out of lists and searches
 UNAVAILABLE_RETRY_S = 30.0
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """A backend left out of a list or a search, and why (one line each)."""
+
+    backend: str
+    error: str  # the error class, e.g. "ClusterUnreachable"
+    message: str  # the cause, starting with the backend's name
+    hint: str | None = None
+
+    @classmethod
+    def of(cls, backend: str, error: BaseException) -> Unavailable:
+        if isinstance(error, DDLError):
+            message, hint = error.message, error.hint
+        else:  # a bug in a backend: still only that backend is left out
+            message = f"failed unexpectedly ({type(error).__name__}: {error})"
+            hint = "a bug: the server log has the traceback"
+        message = message.strip().splitlines()[0] if message.strip() else type(error).__name__
+        if not message.startswith(f"{backend}:"):
+            message = f"{backend}: {message}"
+        return cls(backend, type(error).__name__, message, hint)
+
+    @property
+    def line(self) -> str:
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"backend": self.backend, "error": self.error, "message": self.line}
+
+
+@dataclass
+class JobList:
+    """The jobs every available backend has, and the backends that could not be asked."""
+
+    jobs: list[JobStatus] = field(default_factory=list)
+    unavailable: list[Unavailable] = field(default_factory=list)
 
 
 class JobManager:
@@ -37,9 +77,10 @@ class JobManager:
         self.config = config or load_config()
         self._backends: dict[str, Backend] = dict(backends or {})
         self._lock = threading.Lock()
-        # backend name -> when it last answered "unavailable": an unreachable cluster
-        # is skipped for a while so every sidebar poll and `%ddl list` stays fast.
-        self._down: dict[str, float] = {}
+        # backend name -> (when, why) it was last unavailable: an unreachable cluster
+        # is skipped for a while so every sidebar poll and `%ddl list` stays fast, and
+        # the reason is still reported each time.
+        self._down: dict[str, tuple[float, Unavailable]] = {}
 
     # -- backends -------------------------------------------------------------
     def backend(self, name: str | None = None) -> Backend:
@@ -52,16 +93,32 @@ class JobManager:
     def backend_names(self) -> list[str]:
         return backend_names()
 
-    def _loaded_backends(self) -> list[Backend]:
-        out = []
-        for name in backend_names():
-            if time.monotonic() - self._down.get(name, -1e9) < UNAVAILABLE_RETRY_S:
+    def _mark_down(self, name: str, error: BaseException) -> Unavailable:
+        if not isinstance(error, DDLError):
+            log.warning("jupyter-ddl: backend %s failed", name, exc_info=error)
+        why = Unavailable.of(name, error)
+        if isinstance(error, BackendUnavailable):
+            self._down[name] = (time.monotonic(), why)
+        return why
+
+    def _recently_down(self, name: str) -> Unavailable | None:
+        when, why = self._down.get(name, (-1e9, None))
+        return why if time.monotonic() - when < UNAVAILABLE_RETRY_S else None
+
+    def _usable(self, names: list[str], skipped: list[Unavailable]) -> Iterator[Backend]:
+        """The backends of ``names`` that load and were not unavailable in the last
+        UNAVAILABLE_RETRY_S; the others are added to ``skipped`` with their reason."""
+        for name in names:
+            why = self._recently_down(name)
+            if why is not None:
+                skipped.append(why)
                 continue
             try:
-                out.append(self.backend(name))
-            except DDLError:
-                self._down[name] = time.monotonic()  # not installed / not configured
-        return out
+                backend = self.backend(name)
+            except Exception as e:  # noqa: BLE001 - not installed / not configured / a bug
+                skipped.append(self._mark_down(name, e))
+                continue
+            yield backend
 
     # -- jobs -----------------------------------------------------------------
     def submit(self, spec: JobSpec, bundle: CodeBundle) -> JobHandle:
@@ -76,12 +133,6 @@ class JobManager:
 
         validate(spec)
         return render_yaml(spec, bundle, config=self.config)
-
-    def _candidates(self) -> Iterator[Backend]:
-        # Lazily: the default backend usually knows the job, and loading the others
-        # (the kubernetes client) costs a second in every `%ddl` command.
-        yield self.backend()
-        yield from (b for b in self._loaded_backends() if b.name != self.config.backend)
 
     def build_image(
         self,
@@ -105,33 +156,50 @@ class JobManager:
         )
 
     def find(self, name: str, backend: str | None = None) -> Backend:
-        """The backend that knows job ``name``; raises JobNotFound."""
+        """The backend that knows job ``name``; raises JobNotFound (naming the backends
+        that could not be asked)."""
         if backend:
             return self.backend(backend)
-        for b in self._candidates():
+        default = self.config.backend
+        # The default backend first: it usually knows the job, and loading the others
+        # (the kubernetes client) costs a second in every `%ddl` command.
+        names = [default] + [n for n in backend_names() if n != default]
+        skipped: list[Unavailable] = []
+        asked: list[str] = []
+        for b in self._usable(names, skipped):
             try:
                 b.get(name)
                 return b
             except JobNotFound:
-                continue
-            except BackendUnavailable:
-                self._down[b.name] = time.monotonic()
-        raise JobNotFound(f"no job named {name!r}", hint="`%ddl list` shows the jobs")
+                asked.append(b.name)
+            except Exception as e:  # noqa: BLE001 - one backend failing must not hide the others
+                skipped.append(self._mark_down(b.name, e))
+        where = f" in {', '.join(asked)}" if asked else ""
+        also = "".join(f"; {u.message}" for u in skipped)
+        raise JobNotFound(f"no job named {name!r}{where}{also}", hint="`%ddl list` shows the jobs")
 
     def get(self, name: str, backend: str | None = None) -> JobStatus:
         return self.find(name, backend).get(name)
 
-    def list(self, *, backend: str | None = None, notebook: str | None = None) -> list[JobStatus]:
-        backends = [self.backend(backend)] if backend else self._loaded_backends()
-        jobs: list[JobStatus] = []
-        for b in backends:
+    def listing(self, *, backend: str | None = None, notebook: str | None = None) -> JobList:
+        """Jobs of every backend (newest first) and the backends that could not be
+        asked, each with a one-line reason. With ``backend`` only that one, and its
+        errors raise."""
+        if backend:
+            jobs = self.backend(backend).list(notebook=notebook)
+            return JobList(sorted(jobs, key=lambda j: j.created or 0, reverse=True))
+        out = JobList()
+        for b in self._usable(backend_names(), out.unavailable):
             try:
-                jobs.extend(b.list(notebook=notebook))
-            except BackendUnavailable:
-                if backend:
-                    raise
-                self._down[b.name] = time.monotonic()
-        return sorted(jobs, key=lambda j: j.created or 0, reverse=True)
+                out.jobs.extend(b.list(notebook=notebook))
+            except Exception as e:  # noqa: BLE001 - one backend failing must not hide the others
+                out.unavailable.append(self._mark_down(b.name, e))
+        out.jobs.sort(key=lambda j: j.created or 0, reverse=True)
+        return out
+
+    def list(self, *, backend: str | None = None, notebook: str | None = None) -> list[JobStatus]:
+        """``listing(...).jobs``: the jobs of every available backend, newest first."""
+        return self.listing(backend=backend, notebook=notebook).jobs
 
     def watch(
         self,

@@ -1,10 +1,15 @@
 """Training metrics from log lines: one parser shared by every backend.
 
-Recognised, in order:
-1. ``report(**metrics)`` lines from the runtime shim: ``MARKER {"step": 3, "loss": 0.4}``;
-2. Keras progress lines: ``... - loss: 0.3412 - accuracy: 0.9010``;
+Recognised, in order (each metric says which one it came from, its ``source``):
+1. ``report(**metrics)`` lines from the runtime shim: ``MARKER {"step": 3, "loss": 0.4}``
+   (source ``report``);
+2. Keras progress lines: ``... - loss: 0.3412 - accuracy: 0.9010`` (source ``keras``);
 3. ``key=value`` pairs (``step=10 loss=0.52 lr=1e-3``) and ``key: value`` pairs
-   (``epoch: 2, loss: 0.61``) when at least one known metric name appears.
+   (``epoch: 2, loss: 0.61``) when at least one known metric name appears (source ``log``).
+
+A cell that calls ``report(loss=...)`` inside ``model.fit`` has both a Keras progress
+``loss`` and a reported ``loss``: charts keep them apart by source, so neither is
+counted twice nor drawn as one saw-tooth.
 """
 
 from __future__ import annotations
@@ -38,10 +43,15 @@ _CANDIDATE = re.compile(
 )
 
 
+#: where a metric came from: ``report()``, a Keras progress line, or other printed pairs
+SOURCES = ("report", "keras", "log")
+
+
 @dataclass(frozen=True)
 class Metric:
     values: dict[str, float]
     step: int | None = None
+    source: str = "log"  # one of SOURCES
 
 
 def parse_metric_line(line: str) -> Metric | None:
@@ -57,11 +67,12 @@ def parse_metric_line(line: str) -> Metric | None:
     known = {k: v for k, v in pairs.items() if _known(k)}
     if not known:
         return None
-    step = _int(pairs, STEP_KEYS) if not _KERAS.search(line) else None
+    keras = _KERAS.search(line) is not None
+    step = _int(pairs, STEP_KEYS) if not keras else None
     if step is None:
         step = _int(pairs, EPOCH_KEYS)
     values = {k: float(v) for k, v in known.items()}
-    return Metric(values, step)
+    return Metric(values, step, "keras" if keras else "log")
 
 
 def _known(key: str) -> bool:
@@ -93,4 +104,4 @@ def _from_report(payload: str) -> Metric | None:
             values[str(k)] = float(v)
     if not values:
         return None
-    return Metric(values, int(step) if isinstance(step, (int, float)) else None)
+    return Metric(values, int(step) if isinstance(step, (int, float)) else None, "report")

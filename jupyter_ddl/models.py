@@ -13,7 +13,10 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .shape import JobShape
 
 
 class RestartPolicy(str, Enum):
@@ -118,8 +121,13 @@ class JobSpec:
     """Framework-neutral description of one distributed job.
 
     ``replicas`` maps operator role names ("Chief", "Worker", "PS", "Evaluator",
-    "Master", "Launcher") to counts; ``resources`` gives per-role resources and
-    ``default_resources`` applies to roles not named there.
+    "Master", "Launcher", "Node") to counts. At construction a role the strategy has but
+    ``replicas`` does not name gets the strategy's default, written into ``replicas``, so
+    the spec (and spec.json) holds every count; 0 means the role is absent.
+    ``resources`` gives per-role resources and ``default_resources`` applies to roles not
+    named there. ``shape`` is the resolved job (``jupyter_ddl.shape``), cached until a
+    field is assigned again; change a spec by assigning fields or
+    ``dataclasses.replace``, not by mutating its dicts in place.
     """
 
     name: str
@@ -156,6 +164,34 @@ class JobSpec:
     notebook: str | None = None
     user: str | None = None
 
+    def __post_init__(self) -> None:
+        self._fill()
+        object.__setattr__(self, "_shape", None)  # from here on, assignments re-resolve
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if "_shape" in self.__dict__:
+            if name in ("replicas", "strategy", "target"):
+                self._fill()
+            object.__setattr__(self, "_shape", None)
+
+    def _fill(self) -> None:
+        from .shape import fill_counts  # shape builds on this module
+
+        object.__setattr__(self, "replicas", fill_counts(self.strategy, self.replicas, self.target))
+
+    @property
+    def shape(self) -> JobShape:
+        """The resolved job: final counts, kind, world size, replica ids and ranks.
+        Raises ValidationError when the strategy is unknown or a count is no count."""
+        from .shape import resolve
+
+        cached: JobShape | None = self.__dict__.get("_shape")
+        if cached is None:
+            cached = resolve(self)
+            object.__setattr__(self, "_shape", cached)
+        return cached
+
     @property
     def effective_backoff_limit(self) -> int:
         """The limit applied: a crash loop must end even when the user set none (the
@@ -164,10 +200,6 @@ class JobSpec:
 
     def resources_for(self, role: str) -> Resources:
         return self.resources.get(role, self.default_resources)
-
-    @property
-    def total_replicas(self) -> int:
-        return sum(self.replicas.values())
 
     def to_dict(self) -> dict[str, Any]:
         return _plain(asdict(self))

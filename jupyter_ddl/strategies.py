@@ -20,6 +20,9 @@ class RoleRule:
     default: int
     gpu: bool = True  # may this role use accelerators?
     runs_cell: bool = True  # does this role run the user's cell (PS servers do not)?
+    # Does ``--replicas N`` count this role? It counts the replicas that train: not the
+    # PS, the MPI launcher, the evaluator, nor the ParameterServer chief (a coordinator).
+    counted: bool = True
 
     def allows(self, n: int) -> bool:
         return n >= self.min and (self.max is None or n <= self.max)
@@ -55,7 +58,24 @@ class Strategy:
         return tuple(r.role for r in self.roles)
 
     def default_replicas(self) -> dict[str, int]:
-        return {r.role: r.default for r in self.roles if r.default}
+        """Every role's default count, zeros included."""
+        return {r.role: r.default for r in self.roles}
+
+    @property
+    def counted_roles(self) -> tuple[RoleRule, ...]:
+        """The roles ``--replicas N`` adds up to N."""
+        return tuple(r for r in self.roles if r.counted)
+
+    @property
+    def default_total(self) -> int:
+        """What ``--replicas`` is when not given."""
+        return sum(r.default for r in self.counted_roles)
+
+    @property
+    def fill_role(self) -> RoleRule:
+        """The role that takes what ``--replicas N`` leaves once the others are set."""
+        counted = self.counted_roles
+        return next((r for r in counted if r.role == "Worker"), counted[-1])
 
 
 def _single(role: str = "Worker") -> tuple[RoleRule, ...]:
@@ -96,7 +116,7 @@ CATALOG: dict[str, Strategy] = {
             (
                 RoleRule("Chief", 0, 1, 0),
                 RoleRule("Worker", 1, None, 2),
-                RoleRule("Evaluator", 0, 1, 0),
+                RoleRule("Evaluator", 0, 1, 0, counted=False),
             ),
             "python",
             "tf-multi-worker-mirrored",
@@ -108,10 +128,10 @@ CATALOG: dict[str, Strategy] = {
             "Asynchronous training: a coordinator (chief) dispatches steps to workers; PS hold variables.",
             "TFJob",
             (
-                RoleRule("Chief", 1, 1, 1),
+                RoleRule("Chief", 1, 1, 1, counted=False),
                 RoleRule("Worker", 1, None, 2),
-                RoleRule("PS", 1, None, 1, gpu=False, runs_cell=False),
-                RoleRule("Evaluator", 0, 1, 0),
+                RoleRule("PS", 1, None, 1, gpu=False, runs_cell=False, counted=False),
+                RoleRule("Evaluator", 0, 1, 0, counted=False),
             ),
             "python",
             "tf-parameter-server",
@@ -169,7 +189,7 @@ CATALOG: dict[str, Strategy] = {
             "An MPI launcher runs mpirun over the workers; Horovod (or mpi4py) all-reduces.",
             "MPIJob",
             (
-                RoleRule("Launcher", 1, 1, 1, gpu=False, runs_cell=False),
+                RoleRule("Launcher", 1, 1, 1, gpu=False, runs_cell=False, counted=False),
                 RoleRule("Worker", 1, None, 2),
             ),
             "mpirun",
@@ -203,6 +223,22 @@ CATALOG: dict[str, Strategy] = {
 }
 
 FRAMEWORKS = ("tensorflow", "pytorch", "mpi")
+FRAMEWORK_TITLES = {"tensorflow": "TensorFlow", "pytorch": "PyTorch", "mpi": "MPI / Horovod"}
+
+#: (top-level module a notebook imports, the strategy that import suggests), the most
+#: specific first: a DeepSpeed or Ignite notebook imports torch too, a Keras one may
+#: import neither tensorflow nor torch. Offered by the REST catalog to the
+#: "Distribute this cell" dialog, which looks for these imports in the notebook.
+IMPORT_HINTS: tuple[tuple[str, str], ...] = (
+    ("deepspeed", "deepspeed"),
+    ("ignite", "ignite"),
+    ("horovod", "horovod"),
+    ("mpi4py", "horovod"),
+    ("tensorflow", "tf-multi-worker-mirrored"),
+    ("tf_keras", "tf-multi-worker-mirrored"),
+    ("keras", "tf-multi-worker-mirrored"),
+    ("torch", "torch-ddp"),
+)
 
 
 def get_strategy(name: str) -> Strategy:

@@ -199,10 +199,10 @@ def test_bad_calls_raise_one_line_errors():
 
 
 def test_job_kind():
-    assert contract.job_kind(JobSpec("a", "horovod")) == "MPIJob"
-    assert contract.job_kind(JobSpec("a", "ignite")) == "PyTorchJob"
-    assert contract.job_kind(JobSpec("a", "ignite", target="TrainJob")) == "TrainJob"
-    assert contract.job_kind(JobSpec("a", "tf-tpu")) == "TFJob"
+    assert JobSpec("a", "horovod").shape.kind == "MPIJob"
+    assert JobSpec("a", "ignite").shape.kind == "PyTorchJob"
+    assert JobSpec("a", "ignite", target="TrainJob").shape.kind == "TrainJob"
+    assert JobSpec("a", "tf-tpu").shape.kind == "TFJob"
 
 
 # -- the real consumers read our variables as intended ---------------------------------------

@@ -45,7 +45,7 @@ def test_header_names_strategy_kind_and_configmap_shipping(data_dir):
     assert head[0] == "# jupyter-ddl dry run: job dr"
     assert head[1] == (
         "# strategy: tf-parameter-server (TF ParameterServerStrategy) -> TFJob; "
-        "replicas: Chief 1, Worker 2, PS 1"
+        "replicas: Chief 1, Worker 2, PS 1; world size 3 (1 process per training replica)"
     )
     assert head[2] == f"# shipping: code in ConfigMap dr-code, mounted read-only at {CODE_DIR}"
     assert head[3] == f"# code digest: {BUNDLE.digest}"

@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-from jupyter_ddl import contract
 from jupyter_ddl.manifests import (
     CODE_DIR,
     LABEL_CODE_DIGEST,
@@ -82,7 +81,7 @@ SHAPES = shapes()
 @pytest.mark.parametrize("configmap", [None, "code-cm"], ids=["image", "configmap"])
 def test_objects_pass_strict_crd_schema_and_admission(case, spec, configmap):
     objects = build(spec, code_configmap=configmap, code_paths=["main.py", "pkg/mod.py"])
-    assert objects[0]["kind"] == contract.job_kind(spec)
+    assert objects[0]["kind"] == spec.shape.kind
     for obj in objects:
         assert validate_object(obj) == [], (case, obj["kind"])
         assert admission_problems(obj) == [], (case, obj["kind"])

@@ -77,6 +77,7 @@ CASES = [
     ("slots-on-torch", spec(slots_per_worker=4), "only MPI strategies", "slots_per_worker"),
     ("slots-zero", spec("horovod", slots_per_worker=0), "below 1", "slots_per_worker"),
     ("elastic-min-over-max", spec("torch-elastic", backend_options={"elastic_min_replicas": 4, "elastic_max_replicas": 2}), "exceeds", "backend_options.elastic_min_replicas"),
+    ("nccl-process-without-gpu", spec(nproc_per_node=2, default_resources=GPU), "NCCL needs one GPU per process", "nproc_per_node"),
     ("bad-node-selector", spec(node_selector={"a/b/c": "x"}), "not a valid label key", "node_selector.a/b/c"),
     ("bad-label-value", spec(labels={"team": "a b"}), "not a valid label value", "labels.team"),
     ("reserved-label", spec(labels={"jupyter-ddl.io/managed": "no"}), "prefix is reserved", "labels.jupyter-ddl.io/managed"),

@@ -37,9 +37,9 @@ def backend_class(name: str) -> type[Backend]:
         cls: type[Backend] = getattr(importlib.import_module(module), attr)
     except ImportError as e:
         raise BackendUnavailable(
-            f"backend {name!r} cannot be loaded ({e.name or e} is missing)",
-            hint="pip install 'jupyter-ddl[kubernetes]'" if name == "kubernetes" else None,
-        ) from e
+            f"{name}: the backend cannot be loaded ({e})",
+            hint=f"reinstall the package that provides it ({module.split('.')[0]})",
+        ) from None
     return cls
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .. import contract
 from ..models import JobSpec
 from . import common, mpijob, podgroup, pytorchjob, tfjob, trainjob
 from .common import (
@@ -67,8 +66,7 @@ def build_manifests(
     so nested paths come back) read-only at ``CODE_DIR``. The spec is expected to be
     valid (``validation.validate``).
     """
-    kind = contract.job_kind(spec)
-    job = _BUILDERS[kind](
+    job = _BUILDERS[spec.shape.kind](
         spec,
         image=image,
         command=command,

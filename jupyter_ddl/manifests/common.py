@@ -11,9 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .. import contract
 from ..models import JobSpec, Resources
-from ..strategies import get_strategy
 
 # -- labels and annotations we own ---------------------------------------------------
 PREFIX = "jupyter-ddl.io/"
@@ -126,15 +124,7 @@ def launch_command(spec: JobSpec, command: Sequence[str]) -> list[str]:
     """The training container's command: ``spec.command`` or ``command``, wrapped in
     torchrun when a replica runs several processes or rendezvous is elastic."""
     base = list(spec.command or command)
-    strategy = get_strategy(spec.strategy)
-    if strategy.framework != "pytorch":
-        return base
-    needs_torchrun = (
-        strategy.launcher == "torchrun"
-        or contract.nproc_per_node(spec) > 1
-        or contract.job_kind(spec) == "TrainJob"  # Trainer v2 injects only PET_* (§4.3)
-    )
-    return torchrun(base) if needs_torchrun else base
+    return torchrun(base) if spec.shape.torchrun else base
 
 
 # -- containers and pod templates ---------------------------------------------------------
@@ -245,7 +235,7 @@ def container(
         c["command"] = list(command)
     c["workingDir"] = CODE_DIR
     c["env"] = env_list(spec)
-    res = resources(spec.resources_for(role))
+    res = resources(spec.shape.resources[role])
     if res:
         c["resources"] = res
     mounts = volume_mounts(spec, code_configmap)
@@ -306,8 +296,7 @@ def run_policy(spec: JobSpec) -> dict[str, Any]:
     rp["backoffLimit"] = spec.effective_backoff_limit
     if spec.gang is not None:
         g = spec.gang
-        total = sum(contract.effective_replicas(spec).values())
-        sp: dict[str, Any] = {"minAvailable": g.min_available or total}
+        sp: dict[str, Any] = {"minAvailable": g.min_available or spec.shape.total}
         if g.queue:
             sp["queue"] = g.queue
         if g.priority_class:
@@ -335,7 +324,7 @@ def v1_replica_specs(
     cmd = launch_command(spec, command)
     policy = restart_policy(spec, default_policy)
     replicas = {}
-    for role, n in contract.effective_replicas(spec).items():
+    for role, n in spec.shape.counts.items():
         c = container(spec, role, container_name, image, cmd, code_configmap)
         c["ports"] = [{"name": port[0], "containerPort": port[1]}]
         template = pod_template(

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .. import contract
 from ..models import JobSpec
 from . import common
 
@@ -25,13 +24,12 @@ def build(
     code_configmap: str | None,
     code_paths: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    counts = contract.effective_replicas(spec)
-    ranks = counts.get("Worker", 0) * spec.slots_per_worker
+    shape = spec.shape
     program = list(spec.command or command)
     replicas = {}
-    for role, n in counts.items():
+    for role, n in shape.counts.items():
         launcher = role == "Launcher"
-        cmd = common.mpirun(program, ranks) if launcher else None
+        cmd = common.mpirun(program, shape.world_size) if launcher else None
         c = common.container(spec, role, role.lower(), image, cmd, code_configmap)
         template = common.pod_template(
             spec,

@@ -13,7 +13,6 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from .. import contract
 from ..models import JobSpec
 from . import common
 
@@ -27,7 +26,7 @@ _SUFFIX: dict[str, int | Decimal] = {
 def needs_podgroup(spec: JobSpec) -> bool:
     return (
         spec.gang is not None
-        and contract.job_kind(spec) != "TrainJob"  # the runtime's podGroupPolicy does it (§4.5)
+        and spec.shape.kind != "TrainJob"  # the runtime's podGroupPolicy does it (§4.5)
         and spec.backend_options.get("gang_podgroup", "client") == "client"
     )
 
@@ -43,8 +42,8 @@ def quantity(text: str) -> Decimal:
 def min_resources(spec: JobSpec) -> dict[str, str]:
     """Summed requests of every replica: what must be free before any pod starts."""
     total: dict[str, Decimal] = {}
-    for role, n in contract.effective_replicas(spec).items():
-        requests = common.resources(spec.resources_for(role)).get("requests", {})
+    for role, n in spec.shape.counts.items():
+        requests = common.resources(spec.shape.resources[role]).get("requests", {})
         for name, value in requests.items():
             total[name] = total.get(name, Decimal(0)) + quantity(str(value)) * n
     out = {}
@@ -60,7 +59,7 @@ def build(spec: JobSpec, code_digest: str | None = None) -> dict[str, Any]:
     g = spec.gang
     assert g is not None
     meta = {k: v for k, v in common.metadata(spec, code_digest).items() if k != "annotations"}
-    members = g.min_available or sum(contract.effective_replicas(spec).values())
+    members = g.min_available or spec.shape.total
     body: dict[str, Any] = {"minMember": members}
     res = min_resources(spec)
     if res:

@@ -7,7 +7,6 @@ from typing import Any
 
 from .. import contract
 from ..models import JobSpec
-from ..strategies import get_strategy
 from . import common
 
 CONTAINER = "pytorch"
@@ -35,12 +34,12 @@ def build(
     )
     body: dict[str, Any] = {
         # explicit: the operator's default "auto" would make WORLD_SIZE disagree with torchrun
-        "nprocPerNode": str(contract.nproc_per_node(spec)),
+        "nprocPerNode": str(spec.shape.nproc_per_node),
         "runPolicy": common.run_policy(spec),
         "pytorchReplicaSpecs": replicas,
     }
-    if get_strategy(spec.strategy).elastic:
-        lo, hi = contract.elastic_bounds(spec)
+    if spec.shape.elastic_bounds is not None:
+        lo, hi = spec.shape.elastic_bounds
         body["elasticPolicy"] = {"rdzvBackend": "c10d", "minReplicas": lo, "maxReplicas": hi}
     return {
         "apiVersion": "kubeflow.org/v1",

@@ -28,26 +28,25 @@ def build(
     code_configmap: str | None,
     code_paths: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    counts = contract.effective_replicas(spec)
-    nodes, nproc = counts["Node"], contract.nproc_per_node(spec)
-    if contract.trainjob_is_mpi(spec):
+    shape = spec.shape
+    if shape.trainjob_mpi:
         program = list(spec.command or command)
-        cmd = common.mpirun(program, nodes * nproc, hostfile=contract.MPI_HOSTFILE_PATH)
+        cmd = common.mpirun(program, shape.world_size, hostfile=contract.MPI_HOSTFILE_PATH)
     else:
         cmd = common.launch_command(spec, command)
     trainer: dict[str, Any] = {
         "image": image,
         "command": cmd,
         "env": common.env_list(spec),
-        "numNodes": nodes,
-        "numProcPerNode": nproc,
+        "numNodes": shape.count("Node"),
+        "numProcPerNode": shape.nproc_per_node,
     }
-    res = common.resources(spec.resources_for("Node"))
+    res = common.resources(shape.resources["Node"])
     if res:
         trainer["resourcesPerNode"] = res
     body: dict[str, Any] = {
         "runtimeRef": {
-            "name": contract.trainjob_runtime(spec),
+            "name": shape.trainjob_runtime,
             "apiGroup": "trainer.kubeflow.org",
             "kind": spec.backend_options.get("runtime_kind", "ClusterTrainingRuntime"),
         },
@@ -81,7 +80,7 @@ def _patch(
         },
         "spec": pod,
     }
-    jobs = ["launcher", "node"] if contract.trainjob_is_mpi(spec) else ["node"]
+    jobs = ["launcher", "node"] if spec.shape.trainjob_mpi else ["node"]
     return {
         "manager": PATCH_MANAGER,
         "trainingRuntimeSpec": {

@@ -5,6 +5,9 @@ Needs only the standard library and the framework the cell uses; it never import
 operator (or the local backend, which copies the operator) injects, makes a few
 conveniences available to the cell, runs the cell in ``__main__`` and ends cleanly.
 
+The torch part (device binding, process group, DeepSpeed) lives in
+``ddl_runtime_torch.py``, shipped beside this file.
+
 Conveniences never get in the way of code written for the operator: ``strategy`` is
 created lazily, or at startup when it must exist before the first TF op (MWMS, PS),
 never when the cell builds its own; the torch process group is initialised only when
@@ -237,58 +240,47 @@ def serve_tf_forever() -> None:
     server.join()
 
 
-def setup_deepspeed(cuda: bool) -> None:
-    """DeepSpeed reads the same env as DDP; on CPU it must be told its accelerator.
-    Without deepspeed the job still runs as plain torch.distributed, and says so."""
-    if importlib.util.find_spec("deepspeed") is None:
-        msg = "jupyter-ddl: deepspeed is not installed; running as plain torch.distributed"
-        print(msg + " (`import deepspeed` fails: `!pip install deepspeed`)", file=sys.stderr)
-    elif not cuda:
-        os.environ.setdefault("DS_ACCELERATOR", "cpu")
+def _torch_part() -> Any:
+    """``ddl_runtime_torch``: beside this file in a replica, in the package otherwise."""
+    name = f"{__package__}.ddl_runtime_torch" if __package__ else "ddl_runtime_torch"
+    return importlib.import_module(name)
 
 
 def setup_torch(env: dict[str, str], source: str, strategy: str = "") -> dict[str, Any]:
     import torch
-    import torch.distributed as dist
 
+    if "OMPI_COMM_WORLD_RANK" in env and "RANK" not in env:
+        # ranks started by mpirun (an MPI TrainJob runtime) read their place from Open MPI
+        env.update({k: str(v) for k, v in _mpi_env(torch_topology(env)).items()})
+        os.environ.update({k: env[k] for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK")})
     if "RANK" in env and "LOCAL_RANK" not in env:
         # One process per replica (no torchrun): it is local rank 0 of its node.
         # ignite.distributed insists on LOCAL_RANK next to RANK and WORLD_SIZE.
         os.environ["LOCAL_RANK"] = env["LOCAL_RANK"] = "0"
     topo = torch_topology(env)
-    cuda = torch.cuda.is_available()
-    if strategy == "deepspeed":
-        setup_deepspeed(cuda)
-    backend = env.get(DIST_BACKEND_ENV) or ("nccl" if cuda else "gloo")
-    device = torch.device(f"cuda:{topo['local_rank']}" if cuda else "cpu")
-    if cuda:
-        torch.cuda.set_device(device)
-    distributed = "MASTER_ADDR" in env and "RANK" in env
-    if distributed and not dist.is_initialized() and not cell_initialises_itself(source):
-        dist.init_process_group(backend)
-        _make_init_idempotent(dist)
-    return {**_plain(topo), "device": device}
+    names = _torch_part().setup_torch(
+        torch,
+        env,
+        topo,
+        self_init=cell_initialises_itself(source),
+        strategy=strategy,
+        backend=env.get(DIST_BACKEND_ENV) or None,
+    )
+    return {**_plain(topo), **names}
 
 
-def _make_init_idempotent(dist: Any) -> None:
-    # The shim initialised the group; a later init_process_group from code the AST
-    # check could not see (an imported module) must not fail on "initialised twice".
-    original = dist.init_process_group
-
-    def init_process_group(*args: Any, **kwargs: Any) -> Any:
-        if dist.is_initialized():
-            return None
-        return original(*args, **kwargs)
-
-    dist.init_process_group = init_process_group
+def _mpi_env(topo: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "RANK": topo["rank"],
+        "WORLD_SIZE": topo["world_size"],
+        "LOCAL_RANK": topo["local_rank"],
+    }
 
 
 def setup_mpi(env: dict[str, str]) -> dict[str, Any]:
     topo = torch_topology(env)
     # torch (and friends) under mpirun read RANK/WORLD_SIZE/LOCAL_RANK.
-    os.environ["RANK"] = str(topo["rank"])
-    os.environ["WORLD_SIZE"] = str(topo["world_size"])
-    os.environ["LOCAL_RANK"] = str(topo["local_rank"])
+    os.environ.update({k: str(v) for k, v in _mpi_env(topo).items()})
     return _plain(topo)
 
 
@@ -300,12 +292,9 @@ def _plain(topo: dict[str, Any]) -> dict[str, Any]:
 def teardown(ok: bool) -> None:
     """End the distributed runtimes the cell left open, without hiding a failure."""
     dist = sys.modules.get("torch.distributed")
-    if dist is not None and getattr(dist, "is_available", lambda: False)():
+    if dist is not None:
         try:
-            if dist.is_initialized():
-                if ok:
-                    dist.barrier()
-                dist.destroy_process_group()
+            _torch_part().teardown_torch(dist, ok)
         except Exception as e:  # noqa: BLE001 - teardown must not replace the real result
             print(f"jupyter-ddl: process group teardown: {e}", file=sys.stderr)
     mpi = sys.modules.get("mpi4py.MPI")

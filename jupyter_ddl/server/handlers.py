@@ -116,13 +116,13 @@ class JobsHandler(DDLHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        """Jobs of every backend (or ``backend=``), filtered by ``state`` and ``notebook``."""
+        """Jobs of every backend (or ``backend=``), filtered by ``state`` and ``notebook``,
+        and the backends that could not be asked."""
         states = views.parse_states(self.arg("state"))
-        jobs = await self.call(
-            self.manager.list, backend=self.arg("backend"), notebook=self.arg("notebook")
+        listing = await self.call(
+            self.manager.listing, backend=self.arg("backend"), notebook=self.arg("notebook")
         )
-        rows = [views.job_summary(j) for j in jobs if states is None or j.state in states]
-        self.reply({"jobs": rows})
+        self.reply(views.job_list(listing, states))
 
 
 class JobHandler(DDLHandler):
@@ -261,11 +261,16 @@ _JOB = r"(?P<name>[^/]+)"
 def routes(base_url: str = "/") -> list[tuple[str, type[DDLHandler]]]:
     """URL patterns → handlers, under ``base_url`` (the ExtensionApp adds the server's)."""
 
+    from .catalog import StrategiesHandler  # they build on DDLHandler above
+    from .events import JobEventsHandler
+
     def url(*parts: str) -> str:
         return url_path_join(base_url, NAMESPACE, *parts)
 
     return [
         (url("backends"), BackendsHandler),
+        (url("strategies"), StrategiesHandler),
+        (url("events"), JobEventsHandler),
         (url("jobs"), JobsHandler),
         (url("jobs", _JOB), JobHandler),
         (url("jobs", _JOB, "cancel"), CancelHandler),

@@ -10,11 +10,14 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError
 from ..metrics import parse_metric_line
 from ..models import Capabilities, JobSpec, JobState, JobStatus, LogLine
+
+if TYPE_CHECKING:
+    from ..manager import JobList
 
 
 def parse_states(raw: str | None) -> set[JobState] | None:
@@ -79,6 +82,17 @@ def job_summary(status: JobStatus, now: float | None = None) -> dict[str, Any]:
     }
 
 
+def job_list(
+    listing: JobList, states: set[JobState] | None = None, now: float | None = None
+) -> dict[str, Any]:
+    """The job list: rows (filtered by ``states``) plus ``unavailable``, one entry per
+    backend that could not be asked (``{"backend", "error", "message"}``)."""
+    return {
+        "jobs": [job_summary(j, now) for j in listing.jobs if states is None or j.state in states],
+        "unavailable": [u.to_dict() for u in listing.unavailable],
+    }
+
+
 def spec_summary(spec: JobSpec | None) -> dict[str, Any] | None:
     """The parts of the spec worth showing. Env values and commands are left out:
     they may carry secrets, and the UI has no use for them."""
@@ -137,14 +151,15 @@ def next_offsets(lines: Iterable[LogLine], start: int) -> dict[str, int]:
 
 def metric_points(lines: Iterable[LogLine]) -> list[dict[str, Any]]:
     """Metric points parsed from log lines with the shared parser; a point without a
-    step gets its log offset so the chart still has an x value."""
+    step gets its log offset so the chart still has an x value. ``source`` says
+    which kind of line it came from (``metrics.SOURCES``)."""
     points = []
     for line in lines:
         m = parse_metric_line(line.text)
         if m is None:
             continue
         step = m.step if m.step is not None else line.offset
-        points.append({"step": step, "offset": line.offset, "values": m.values})
+        points.append({"step": step, "offset": line.offset, "values": m.values, "source": m.source})
     return points
 
 

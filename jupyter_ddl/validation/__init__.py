@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .. import contract, names
+from .. import names
 from ..errors import ValidationError
 from ..models import JobSpec
+from ..shape import count_problems
 from ..strategies import CATALOG, Strategy
 from .kube import env_problems, metadata_problems, operator_env_problems, placement_problems
 from .policy import gang_problems, run_policy_problems
@@ -66,8 +67,7 @@ def _name_syntax(spec: JobSpec) -> list[str]:
 
 
 def _name_length(spec: JobSpec) -> list[str]:
-    kind = contract.job_kind(spec)
-    longest = names.longest_derived(spec.name, kind, contract.effective_replicas(spec))
+    longest = names.longest_derived(spec.name, spec.shape.kind, dict(spec.shape.counts))
     if len(longest) > names.MAX_LABEL:
         room = names.MAX_LABEL - (len(longest) - len(spec.name))
         return [
@@ -78,28 +78,8 @@ def _name_length(spec: JobSpec) -> list[str]:
 
 
 def _replicas(spec: JobSpec, strategy: Strategy) -> list[str]:
-    out = []
-    trainjob = spec.target == "TrainJob"
-    for role, n in spec.replicas.items():
-        rule = strategy.rule(role)
-        if not isinstance(n, int) or isinstance(n, bool):
-            out.append(f"replicas.{role}: {n!r} is not a whole number; give a count such as 2")
-        elif n < 0:
-            out.append(f"replicas.{role}: {n} is negative; give a count of at least 0")
-        elif role == "Node" and trainjob:
-            if n < 1:
-                out.append("replicas.Node: a TrainJob needs at least 1 node; set Node to 1 or more")
-        elif rule is None:
-            out.append(
-                f"replicas.{role}: {strategy.name} has no {role} role; "
-                f"use only {', '.join(strategy.role_names)}"
-            )
-        elif not rule.allows(n):
-            out.append(
-                f"replicas.{role}: {strategy.name} needs {rule.describe()} {role}, got {n}; "
-                f"set {role} to {rule.default if rule.allows(rule.default) else rule.min}"
-            )
-    if not out and sum(contract.effective_replicas(spec).values()) == 0:
+    out = count_problems(strategy, spec.replicas, spec.target == "TrainJob")
+    if not out and spec.shape.total == 0:
         out.append("replicas: the job has no replicas; give at least one role a count of 1")
     return out
 

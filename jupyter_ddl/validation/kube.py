@@ -36,7 +36,7 @@ def env_problems(spec: JobSpec, strategy: Strategy) -> list[str]:
 
 def operator_env_problems(spec: JobSpec) -> list[str]:
     reserved = contract.operator_env_names(spec)
-    if contract.job_kind(spec) == "TrainJob":
+    if spec.shape.kind == "TrainJob":
         reserved |= set(contract.TRAINJOB_RESERVED_ENV)
     return [
         f"env.{key}: the operator sets {key} for this job and overrides yours; drop it"

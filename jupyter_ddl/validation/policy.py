@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from .. import contract, names
+from .. import names
 from ..models import JobSpec, RestartPolicy
+from ..shape import try_resolve
 from ..strategies import Strategy
 
 GANG_SCHEDULERS = ("volcano", "scheduler-plugins")
@@ -63,12 +64,13 @@ def gang_problems(spec: JobSpec, strategy: Strategy) -> list[str]:
         out.append(
             "gang: a TrainJob gets gang scheduling from its runtime's podGroupPolicy; drop gang"
         )
-    total = sum(contract.effective_replicas(spec).values())
+    shape = try_resolve(spec)
+    total = shape.total if shape is not None else None
     if g.min_available is not None and g.min_available < 1:
         out.append(
             f"gang.min_available: {g.min_available} is below 1; give 1 or more, or leave it unset"
         )
-    elif g.min_available is not None and g.min_available > total:
+    elif g.min_available is not None and total is not None and g.min_available > total:
         out.append(
             f"gang.min_available: {g.min_available} is more than the job's {total} replicas; "
             f"the job could never start; give at most {total}"

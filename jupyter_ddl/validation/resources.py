@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from .. import contract, names
+from .. import names
 from ..models import JobSpec
+from ..shape import JobShape, try_resolve
 from ..strategies import Strategy
 
 
@@ -95,8 +96,11 @@ def torch_option_problems(spec: JobSpec, strategy: Strategy) -> list[str]:
         )
     elif spec.slots_per_worker < 1:
         out.append(f"slots_per_worker: {spec.slots_per_worker} is below 1; give 1 or more")
-    if strategy.elastic:
-        out += _elastic(spec)
+    shape = try_resolve(spec)
+    if shape is not None:
+        out += _processes_fit_gpus(spec, shape)
+    if shape is not None and shape.elastic_bounds is not None:
+        out += _elastic(spec, shape.elastic_bounds)
     return out
 
 
@@ -104,13 +108,29 @@ def _all_roles_have_gpus(spec: JobSpec, strategy: Strategy) -> bool:
     return all(spec.resources_for(r.role).gpu > 0 for r in strategy.roles if r.gpu)
 
 
-def _elastic(spec: JobSpec) -> list[str]:
+def _processes_fit_gpus(spec: JobSpec, shape: JobShape) -> list[str]:
+    """Each NCCL process needs a GPU of its own: the runtime binds process k of a
+    replica to that replica's k-th GPU (LOCAL_RANK)."""
+    nproc = shape.nproc_per_node
+    if shape.strategy.framework != "pytorch" or (spec.dist_backend or "nccl") != "nccl":
+        return []
+    short = next((r for r in shape.replicas if 0 < r.gpus < nproc), None)
+    if short is None:
+        return []
+    return [
+        f"nproc_per_node: {nproc} processes per replica but {short.rid} has {short.gpus} "
+        f"GPU(s), and NCCL needs one GPU per process; give --gpus {nproc}, lower "
+        "--nproc-per-node, or use --dist-backend gloo"
+    ]
+
+
+def _elastic(spec: JobSpec, bounds: tuple[int, int]) -> list[str]:
     opts = spec.backend_options
     for key in ("elastic_min_replicas", "elastic_max_replicas"):
         v = opts.get(key)
         if v is not None and (not isinstance(v, int) or v < 1):
             return [f"backend_options.{key}: {v!r} must be a whole number ≥ 1; fix or drop it"]
-    lo, hi = contract.elastic_bounds(spec)
+    lo, hi = bounds
     if lo > hi:
         return [
             f"backend_options.elastic_min_replicas: {lo} exceeds elastic_max_replicas {hi}; lower it"

@@ -2,9 +2,11 @@
 
 The form only collects choices into ``DistributeArgs``; submitting and dry runs are
 callbacks the magic supplies, so the form goes through the same path as flags (and so
-through the job API). Role fields follow the chosen strategy; its RoleRule limits are
-checked on every keystroke and Submit stays disabled while anything is wrong. The last
-choice is remembered per notebook in the data directory.
+through the job API). "Replicas (total)" is ``--replicas`` (the replicas that train);
+beside it the form shows the roles that total makes (``Master 1 + Worker 1``), and a
+field for each role ``--replicas`` does not set (PS, evaluator, an optional chief). The
+RoleRule limits are checked on every keystroke and Submit stays disabled while anything
+is wrong. The last choice is remembered per notebook in the data directory.
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ from typing import Any
 from ..config import data_dir
 from ..errors import DDLError
 from ..magic_args import DistributeArgs, spec_from_args
-from ..strategies import CATALOG, FRAMEWORKS, by_framework, get_strategy
+from ..models import JobSpec
+from ..strategies import CATALOG, FRAMEWORK_TITLES, FRAMEWORKS, Strategy, by_framework, get_strategy
 from ..validation import problems
 
 _ROLE_FLAGS = {"Worker": "workers", "PS": "ps", "Chief": "chief", "Evaluator": "evaluator"}
-_FRAMEWORK_TITLES = {"tensorflow": "TensorFlow", "pytorch": "PyTorch", "mpi": "MPI / Horovod"}
 
 Action = Callable[[DistributeArgs], None]
 
@@ -74,7 +76,7 @@ class DistributeForm:
         strategy = strategy if strategy in CATALOG else "torch-ddp"
         framework = CATALOG[strategy].framework
         self.framework = w.ToggleButtons(
-            options=[(_FRAMEWORK_TITLES[f], f) for f in FRAMEWORKS], value=framework
+            options=[(FRAMEWORK_TITLES[f], f) for f in FRAMEWORKS], value=framework
         )
         self.strategy = w.Dropdown(
             description="Strategy",
@@ -83,6 +85,12 @@ class DistributeForm:
             layout=w.Layout(width="32em"),
         )
         self.explanation = w.HTML()
+        self.replicas = w.IntText(
+            description="Replicas (total)",
+            continuous_update=True,
+            style={"description_width": "initial"},
+        )
+        self.made = w.HTML()  # the roles the total makes: "Master 1 + Worker 1"
         self.roles_box = w.VBox()
         self.role_fields: dict[str, Any] = {}
         self.gpus = w.IntText(
@@ -109,16 +117,23 @@ class DistributeForm:
         self.dry_run_button.on_click(lambda _b: self._act(self._dry_run))
         self.framework.observe(self._framework_changed, "value")
         self.strategy.observe(lambda _c: self._strategy_changed(), "value")
-        for field in (self.gpus, self.cpu, self.memory, self.backend, self.gang, self.queue):
+        fields = (self.replicas, self.gpus, self.cpu, self.memory, self.backend, self.gang)
+        for field in (*fields, self.queue):
             field.observe(lambda _c: self.check(), "value")
         self.backend.observe(lambda _c: self._show_kube(), "value")
-        self._strategy_changed(saved.get("replicas") or {})
+        total = saved.get("replicas")
+        roles = saved.get("roles")
+        self._strategy_changed(
+            total if isinstance(total, int) and not isinstance(total, bool) else None,
+            roles if isinstance(roles, dict) else {},
+        )
         self._show_kube()
         self.widget = w.VBox(
             [
                 self.framework,
                 self.strategy,
                 self.explanation,
+                w.HBox([self.replicas, self.made]),
                 self.roles_box,
                 w.HBox([self.gpus, self.cpu, self.memory]),
                 self.backend,
@@ -140,13 +155,19 @@ class DistributeForm:
         self.strategy.options = options
         self.strategy.value = options[0][1]
 
-    def _strategy_changed(self, counts: dict[str, int] | None = None) -> None:
+    def _strategy_changed(
+        self, total: int | None = None, counts: dict[str, int] | None = None
+    ) -> None:
         s = get_strategy(self.strategy.value)
         self.explanation.value = f"<i>{s.summary}</i>"
+        fill = s.fill_role
+        self.replicas.value = total if total is not None else s.default_total
+        self.replicas.disabled = fill.min == fill.max  # one-replica strategies
+        self.replicas.tooltip = _total_rule(s)
         self.role_fields = {}
         for rule in s.roles:
-            if rule.min == rule.max:
-                continue  # fixed by the strategy (one Master, one Launcher): nothing to choose
+            if rule is fill or rule.min == rule.max:
+                continue  # set by the total, or fixed (one Master, one Launcher)
             value = (counts or {}).get(rule.role, rule.default)
             field = self._w.IntText(
                 description=rule.role, value=value, continuous_update=True,
@@ -163,10 +184,10 @@ class DistributeForm:
     # -- reading the choice ----------------------------------------------------------------
     def args(self) -> DistributeArgs:
         """The choice as the flags it stands for."""
-        a = DistributeArgs(strategy=self.strategy.value, gpus=self.gpus.value)
+        a = DistributeArgs(
+            strategy=self.strategy.value, replicas=self.replicas.value, gpus=self.gpus.value
+        )
         for role, field in self.role_fields.items():
-            if role == "Master":
-                continue
             setattr(a, _ROLE_FLAGS[role], field.value)
         a.cpu = self.cpu.value.strip() or None
         a.memory = self.memory.value.strip() or None
@@ -180,11 +201,13 @@ class DistributeForm:
 
     def check(self) -> list[str]:
         """Validate the current choice; show every problem inline and disable Submit."""
+        spec: JobSpec | None = None
         try:
             spec = spec_from_args(self.args(), name="form-check", backend=self.backend.value)
             found = problems(spec)
         except DDLError as e:
             found = [str(e)]
+        self.made.value = _made(spec) if spec is not None and not found else ""
         self.error.value = (
             "<ul style='color:#d62728;margin:0'>"
             + "".join(f"<li>{_esc(p)}</li>" for p in found)
@@ -210,7 +233,8 @@ class DistributeForm:
     def _choice(self, a: DistributeArgs) -> dict[str, Any]:
         return {
             "strategy": a.strategy,
-            "replicas": {r: f.value for r, f in self.role_fields.items()},
+            "replicas": a.replicas,
+            "roles": {r: f.value for r, f in self.role_fields.items()},
             "gpus": a.gpus,
             "cpu": a.cpu,
             "memory": a.memory,
@@ -219,6 +243,20 @@ class DistributeForm:
             "gang": self.gang.value,
             "queue": self.queue.value.strip() or None,
         }
+
+
+def _total_rule(s: Strategy) -> str:
+    fill = s.fill_role
+    others = sum(r.default for r in s.counted_roles if r is not fill)
+    if fill.min == fill.max:
+        return f"{s.name} runs exactly {others + fill.min}"
+    return f"{s.name} trains on {others + fill.min} or more"
+
+
+def _made(spec: JobSpec) -> str:
+    """``= Master 1 + Worker 1 (world size 2)``: what the total and role fields make."""
+    shape = spec.shape
+    return f"= {_esc(shape.describe())} <i>(world size {shape.world_size})</i>"
 
 
 def _esc(text: str) -> str:

@@ -62,3 +62,8 @@ export function el<K extends keyof HTMLElementTagNameMap>(
   }
   return node;
 }
+
+/** `work/train.ipynb` → `train.ipynb`. */
+export function basename(path: string): string {
+  return path.split('/').pop() || path;
+}

@@ -12,9 +12,10 @@ import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { LabIcon } from '@jupyterlab/ui-components';
 
-import { distributeActiveCell, distributeFlags } from './distribute';
+import { distributeActiveCell } from './distributeform';
+import { JobModel } from './jobmodel';
 import { JobView } from './jobview';
-import { JobModel, JobsModel } from './model';
+import { JobsModel } from './model';
 import { JobsPanel } from './sidebar';
 import { CommandIDs, DEFAULT_SETTINGS, ISettings, PLUGIN_ID } from './tokens';
 
@@ -57,7 +58,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
           app.shell.activateById(open.id);
           return;
         }
-        const view = new MainAreaWidget({ content: new JobView(new JobModel(name, settings.refreshInterval)) });
+        const content = new JobView(new JobModel(name, settings.refreshInterval, jobs));
+        const view = new MainAreaWidget({ content, toolbar: content.toolbar });
         view.id = `jupyter-ddl-job-${name}`;
         view.title.label = name;
         view.title.icon = ddlIcon;
@@ -74,11 +76,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
 
     app.commands.addCommand(CommandIDs.distributeCell, {
       label: 'Distribute this cell',
-      caption: 'Run this cell as a distributed training job (%%distribute)',
+      caption: 'Choose how to run this cell as a distributed training job: puts a %%distribute line on it',
       icon: ddlIcon,
       isEnabled: () => notebooks.activeCell?.model.type === 'code',
-      execute: () =>
-        distributeActiveCell(notebooks, distributeFlags(settings.defaultFlags, settings.defaultBackend))
+      execute: () => distributeActiveCell(notebooks, settings)
     });
 
     if (palette) {

@@ -1,14 +1,17 @@
 /**
- * The job view in the main area: header with state and Cancel, the replica table,
- * the metrics chart, and one log tab per replica that follows live.
+ * The job view in the main area: a toolbar (Cancel, Refresh), the header with state,
+ * notebook and cell, the replica table, the metrics charts, and the logs ("all
+ * replicas" and one tab per replica, followed live).
  */
 import { Dialog, showDialog, showErrorMessage } from '@jupyterlab/apputils';
+import { refreshIcon, stopIcon, Toolbar, ToolbarButton } from '@jupyterlab/ui-components';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { MetricsChart } from './chart';
-import { el, formatElapsed, stateIcon } from './format';
-import { LogView } from './logview';
-import { JobModel } from './model';
+import { basename, el, formatElapsed, stateIcon } from './format';
+import { JobModel } from './jobmodel';
+import { JobLogs } from './logview';
+import { buildCharts } from './series';
 import { IJobDetail, IReplica } from './tokens';
 
 export class JobView extends Panel {
@@ -21,20 +24,31 @@ export class JobView extends Panel {
     this.title.caption = `Training job ${model.name}`;
     this.title.closable = true;
 
-    this._cancel.onclick = () => void this._onCancel();
+    this.toolbar.addItem('cancel', this._cancel);
+    this.toolbar.addItem(
+      'refresh',
+      new ToolbarButton({
+        icon: refreshIcon,
+        className: 'jp-DDL-refresh',
+        tooltip: 'Refresh this job',
+        onClick: () => void this.model.refresh()
+      })
+    );
     const header = new Widget({ node: this._header });
     header.addClass('jp-DDL-jobview-header');
     this.addWidget(header);
     this.addWidget(new Widget({ node: this._table }));
+    this.addWidget(new Widget({ node: el('h3', 'jp-DDL-section', 'Metrics') }));
     this.addWidget(this._chart);
-    const logs = new Widget({ node: this._tabs });
-    logs.addClass('jp-DDL-logtabs');
-    this.addWidget(logs);
+    this.addWidget(new Widget({ node: el('h3', 'jp-DDL-section', 'Logs') }));
+    this._logs = new JobLogs(model.name);
     this.addWidget(this._logs);
-    this._logs.addClass('jp-DDL-logs');
     model.changed.connect(this._render, this);
     this._render();
   }
+
+  /** Put it above the view (MainAreaWidget's `toolbar` option). */
+  readonly toolbar = new Toolbar();
 
   dispose(): void {
     this.model.dispose();
@@ -50,11 +64,11 @@ export class JobView extends Panel {
     if (!answer.button.accept) {
       return;
     }
-    this._cancel.disabled = true;
+    this._cancel.enabled = false;
     try {
       await this.model.cancel();
     } catch (error) {
-      this._cancel.disabled = false;
+      this._cancel.enabled = true;
       await showErrorMessage('Cancel failed', (error as Error).message);
     }
   }
@@ -67,8 +81,9 @@ export class JobView extends Panel {
     }
     this._renderHeader(job);
     this._renderTable(job.replicas);
-    this._chart.setPoints(this.model.points);
-    this._renderTabs(job.replicas);
+    const ids = job.replicas.map(r => r.id);
+    this._chart.setCharts(buildCharts(this.model.points, ids));
+    this._logs.setReplicas(ids);
   }
 
   private _renderHeader(job: IJobDetail): void {
@@ -78,15 +93,21 @@ export class JobView extends Panel {
     const badge = el('span', `jp-DDL-badge jp-DDL-state-${job.state.toLowerCase()}`, job.state);
     badge.dataset.state = job.state;
     title.appendChild(badge);
-    this._cancel.disabled = job.finished || !job.actions.cancel;
-    title.appendChild(this._cancel);
+    this._cancel.enabled = !job.finished && job.actions.cancel;
     const image = job.spec?.image ? ` · ${job.spec.image}` : '';
+    const ready = job.finished ? '' : ` · ${job.ready}/${job.total} ready`;
     const meta = el(
       'div',
       'jp-DDL-jobmeta',
-      `${job.strategy} · ${job.backend}${image} · ${job.ready}/${job.total} ready · ${formatElapsed(job.elapsed)}`
+      `${job.strategy} · ${job.backend}${image}${ready} · ${formatElapsed(job.elapsed)}`
     );
     const parts: HTMLElement[] = [title, meta];
+    if (job.notebook || job.cell_id) {
+      const where = [job.notebook ? basename(job.notebook) : '', job.cell_id ? `cell ${job.cell_id}` : ''];
+      const source = el('div', 'jp-DDL-jobsource', `from ${where.filter(Boolean).join(' · ')}`);
+      source.title = job.notebook ?? '';
+      parts.push(source);
+    }
     if (job.message) {
       parts.push(el('div', 'jp-DDL-message', job.message));
     }
@@ -107,53 +128,22 @@ export class JobView extends Panel {
       for (const cell of [r.id, r.state, String(r.restarts), r.exit_code ?? '', r.message ?? '']) {
         tr.appendChild(el('td', '', String(cell)));
       }
+      tr.onclick = () => this._logs.showReplica(r.id);
       return tr;
     });
     this._table.className = 'jp-DDL-replicas';
     this._table.replaceChildren(head, ...rows);
   }
 
-  private _renderTabs(replicas: IReplica[]): void {
-    const ids = replicas.map(r => r.id);
-    if (ids.join(',') === this._tabIds.join(',')) {
-      return; // the replica set rarely changes: keep the followers running
-    }
-    this._tabIds = ids;
-    this._tabs.replaceChildren(
-      ...ids.map(id => {
-        const tab = el('button', 'jp-DDL-logtab', id);
-        tab.dataset.replica = id;
-        tab.onclick = () => this._showLog(id);
-        return tab;
-      })
-    );
-    if (ids.length && !this._current) {
-      this._showLog(ids[0]);
-    }
-  }
-
-  /** Show one replica's log; its follower starts on first view and keeps running. */
-  private _showLog(replica: string): void {
-    let view = this._views.get(replica);
-    if (!view) {
-      view = new LogView(this.model.name, replica);
-      this._views.set(replica, view);
-      this._logs.addWidget(view);
-    }
-    this._views.forEach((v, id) => v.setHidden(id !== replica));
-    this._tabs.querySelectorAll('button').forEach(b => {
-      b.classList.toggle('jp-mod-current', b.dataset.replica === replica);
-    });
-    this._current = replica;
-  }
-
   private _header = el('div');
   private _table = el('table');
-  private _tabs = el('div');
-  private _cancel = el('button', 'jp-DDL-button jp-DDL-cancel', 'Cancel');
+  private _cancel = new ToolbarButton({
+    icon: stopIcon,
+    label: 'Cancel',
+    className: 'jp-DDL-cancel',
+    tooltip: 'Cancel the job: stop every replica',
+    onClick: () => void this._onCancel()
+  });
   private _chart = new MetricsChart();
-  private _logs = new Panel();
-  private _views = new Map<string, LogView>();
-  private _tabIds: string[] = [];
-  private _current: string | null = null;
+  private _logs: JobLogs;
 }

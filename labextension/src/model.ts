@@ -1,23 +1,34 @@
 /**
- * Models: what the server reports, refreshed by polling.
+ * The job list: what the server reports, pushed as it changes, polled as a fallback.
  *
- * Polls back off exponentially while the server fails, pause while the page is
- * hidden (`standby: 'when-hidden'`), and slow down when no job is active. Views
- * listen to `changed`; no job list is kept anywhere else.
+ * The server pushes the list's changes (GET /events, server-sent events) while the
+ * page is visible; the stream is closed while the page is hidden and reopened when it
+ * shows again. The poll (GET /jobs) backs off exponentially while the server fails,
+ * pauses while the page is hidden (`standby: 'when-hidden'`), slows down when no job
+ * is active, and only checks now and then while pushes arrive. Views listen to
+ * `changed`; no job list is kept anywhere else.
  */
 import { IDisposable } from '@lumino/disposable';
 import { IPoll, Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { requestAPI } from './request';
-import { IJobDetail, IJobSummary, IMetricPoint, IMetricsPage } from './tokens';
+import { ISSEvent, readEvents, requestAPI } from './request';
+import { IJobList, IJobSummary, IUnavailable } from './tokens';
 
 /** How much slower to poll when nothing is running. */
 const IDLE_FACTOR = 5;
+/** Seconds between polls while the push channel is up (it brings every change). */
+const PUSHED_POLL_S = 60;
+/** Seconds before reconnecting the push channel, by failed attempt (the last repeats). */
+const RECONNECT_S = [1, 2, 5, 10, 30];
 
-function frequency(seconds: number, idle: boolean): IPoll.Frequency {
+export function frequency(seconds: number, idle: boolean): IPoll.Frequency {
   const interval = Math.max(0.5, seconds) * 1000 * (idle ? IDLE_FACTOR : 1);
   return { interval, backoff: true, max: Math.max(interval, 60_000) };
+}
+
+function key(job: { backend: string; name: string }): string {
+  return `${job.backend}/${job.name}`;
 }
 
 /** The job list of every backend, for the sidebar. */
@@ -27,22 +38,41 @@ export class JobsModel implements IDisposable {
     this._poll = new Poll({
       auto: true,
       factory: () => this._fetch(),
-      frequency: frequency(intervalSeconds, false),
+      frequency: this._frequency(),
       name: 'jupyter-ddl:jobs',
       standby: 'when-hidden'
     });
+    document.addEventListener('visibilitychange', this._onVisibility);
+    void this._listen();
   }
 
+  /** Every job, newest first. */
   get jobs(): IJobSummary[] {
-    return this._jobs;
+    return [...this._rows.values()].sort((a, b) => (b.created ?? 0) - (a.created ?? 0));
+  }
+
+  /** Backends the server could not ask, each with its one-line reason. */
+  get unavailable(): IUnavailable[] {
+    return this._unavailable;
+  }
+
+  /** Whether the server's pushes arrive (else the list comes from polling). */
+  get live(): boolean {
+    return this._live;
   }
 
   get error(): string | null {
     return this._error;
   }
 
+  /** The list changed (any row, or the error). */
   get changed(): ISignal<this, void> {
     return this._changed;
+  }
+
+  /** One job's row changed or went away (the job view refreshes on it). */
+  get jobChanged(): ISignal<this, IJobSummary> {
+    return this._jobChanged;
   }
 
   get isDisposed(): boolean {
@@ -51,7 +81,19 @@ export class JobsModel implements IDisposable {
 
   set interval(seconds: number) {
     this._interval = seconds;
-    this._poll.frequency = frequency(seconds, this._idle());
+    this._poll.frequency = this._frequency();
+  }
+
+  /** Seconds a job has run by now: the server's figure counted on since it came. */
+  elapsed(job: IJobSummary): number | null {
+    if (job.elapsed === null || job.elapsed === undefined) {
+      return null;
+    }
+    const since = this._received.get(key(job));
+    if (job.finished || since === undefined) {
+      return job.elapsed;
+    }
+    return job.elapsed + (performance.now() - since) / 1000;
   }
 
   /** Poll now (after a cancel, or when the panel is shown). */
@@ -60,114 +102,150 @@ export class JobsModel implements IDisposable {
   }
 
   dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    document.removeEventListener('visibilitychange', this._onVisibility);
     this._poll.dispose();
+    this._abort?.abort();
+    this._wake();
     Signal.clearData(this);
   }
 
-  private _idle(): boolean {
-    return this._jobs.every(j => j.finished);
+  private _frequency(): IPoll.Frequency {
+    if (this._live) {
+      return frequency(PUSHED_POLL_S, false);
+    }
+    return frequency(this._interval, [...this._rows.values()].every(j => j.finished));
   }
 
   private async _fetch(): Promise<void> {
+    const pushes = this._pushes;
     try {
-      const reply = await requestAPI<{ jobs: IJobSummary[] }>('jobs');
-      this._jobs = reply.jobs;
+      const reply = await requestAPI<IJobList>('jobs');
+      // a push that came while this request ran is newer than its answer
+      if (pushes === this._pushes) {
+        this._replace(reply.jobs);
+        this._unavailable = reply.unavailable ?? [];
+      }
       this._error = null;
     } catch (error) {
       this._error = (error as Error).message;
       this._changed.emit();
       throw error; // the poll backs off
     }
-    this._poll.frequency = frequency(this._interval, this._idle());
+    this._poll.frequency = this._frequency();
     this._changed.emit();
   }
 
-  private _jobs: IJobSummary[] = [];
-  private _error: string | null = null;
-  private _interval: number;
-  private _poll: Poll;
-  private _changed = new Signal<this, void>(this);
-}
+  /** The push channel: open while the page is visible, reconnecting when it drops. */
+  private async _listen(): Promise<void> {
+    let attempt = 0;
+    while (!this.isDisposed) {
+      if (document.hidden) {
+        await this._sleep(null);
+        continue;
+      }
+      const abort = (this._abort = new AbortController());
+      const failed = await readEvents(
+        'events',
+        {},
+        events => {
+          attempt = 0;
+          this._onEvents(events);
+        },
+        abort.signal
+      );
+      this._setLive(false);
+      if (this.isDisposed || abort.signal.aborted) {
+        continue; // hidden (or gone): the loop waits for the page to show again
+      }
+      if (failed) {
+        console.debug(`jupyter-ddl: job list push channel: ${failed}; polling meanwhile`);
+      }
+      await this._sleep(RECONNECT_S[Math.min(attempt++, RECONNECT_S.length - 1)] * 1000);
+    }
+  }
 
-/** One job: its detail and metric series; polling stops once the job ended. */
-export class JobModel implements IDisposable {
-  constructor(
-    readonly name: string,
-    intervalSeconds: number
-  ) {
-    this._poll = new Poll({
-      auto: true,
-      factory: () => this._fetch(),
-      frequency: frequency(intervalSeconds, false),
-      name: `jupyter-ddl:job:${name}`,
-      standby: 'when-hidden'
+  private _onEvents(events: ISSEvent[]): void {
+    for (const ev of events) {
+      const data = JSON.parse(ev.data);
+      if (ev.event === 'jobs') {
+        this._replace(data.jobs as IJobSummary[]);
+        this._unavailable = (data.unavailable ?? []) as IUnavailable[];
+        this._error = null;
+        this._setLive(true);
+        (data.jobs as IJobSummary[]).forEach(job => this._jobChanged.emit(job));
+      } else if (ev.event === 'job') {
+        this._rows.set(key(data), data);
+        this._received.set(key(data), performance.now());
+        this._error = null;
+        this._jobChanged.emit(data);
+      } else if (ev.event === 'removed') {
+        const gone = this._rows.get(key(data));
+        this._rows.delete(key(data));
+        if (gone) {
+          this._jobChanged.emit(gone);
+        }
+      } else if (ev.event === 'unavailable') {
+        this._unavailable = data.unavailable as IUnavailable[];
+      } else if (ev.event === 'error') {
+        this._error = data.message;
+      }
+    }
+    this._pushes++;
+    this._changed.emit();
+  }
+
+  private _replace(jobs: IJobSummary[]): void {
+    const now = performance.now();
+    this._rows = new Map(jobs.map(j => [key(j), j]));
+    this._received = new Map(jobs.map(j => [key(j), now]));
+  }
+
+  private _setLive(live: boolean): void {
+    if (live !== this._live && !this.isDisposed) {
+      this._live = live;
+      this._poll.frequency = this._frequency();
+      this._changed.emit();
+    }
+  }
+
+  /** Wait `ms`, or (null) until the page shows again; dispose wakes it too. */
+  private _sleep(ms: number | null): Promise<void> {
+    return new Promise(resolve => {
+      const timer = ms === null ? undefined : setTimeout(() => this._wake(), ms);
+      this._waiting = () => {
+        clearTimeout(timer);
+        resolve();
+      };
     });
   }
 
-  get detail(): IJobDetail | null {
-    return this._detail;
+  private _wake(): void {
+    const waiting = this._waiting;
+    this._waiting = null;
+    waiting?.();
   }
 
-  get points(): IMetricPoint[] {
-    return this._points;
-  }
-
-  get error(): string | null {
-    return this._error;
-  }
-
-  get changed(): ISignal<this, void> {
-    return this._changed;
-  }
-
-  get isDisposed(): boolean {
-    return this._poll.isDisposed;
-  }
-
-  refresh(): Promise<void> {
-    return this._poll.refresh();
-  }
-
-  /** Ask the server to cancel; the state shown comes from the next poll. */
-  async cancel(): Promise<void> {
-    await requestAPI(`jobs/${encodeURIComponent(this.name)}/cancel`, { method: 'POST' });
-    await this.refresh();
-  }
-
-  dispose(): void {
-    this._poll.dispose();
-    Signal.clearData(this);
-  }
-
-  private async _fetch(): Promise<void> {
-    const path = `jobs/${encodeURIComponent(this.name)}`;
-    try {
-      this._detail = await requestAPI<IJobDetail>(path);
-      const page = await requestAPI<IMetricsPage>(`${path}/metrics`, {}, {
-        offset: this._metricsOffset,
-        replica: this._metricsReplica ?? undefined
-      });
-      this._metricsReplica = page.replica;
-      this._metricsOffset = page.next_offset;
-      this._points = this._points.concat(page.points);
-      this._error = null;
-    } catch (error) {
-      this._error = (error as Error).message;
-      this._changed.emit();
-      throw error;
+  private _onVisibility = (): void => {
+    if (document.hidden) {
+      this._abort?.abort(); // a hidden page needs no pushes: the server stops looking
+    } else {
+      this._wake();
     }
-    this._changed.emit();
-    if (this._detail.finished) {
-      // one more fetch after the end is not needed: the end state is final
-      void this._poll.stop();
-    }
-  }
+  };
 
-  private _detail: IJobDetail | null = null;
-  private _points: IMetricPoint[] = [];
-  private _metricsOffset = 0;
-  private _metricsReplica: string | null = null;
+  private _rows = new Map<string, IJobSummary>();
+  private _unavailable: IUnavailable[] = [];
+  private _received = new Map<string, number>();
+  private _pushes = 0;
+  private _live = false;
   private _error: string | null = null;
+  private _interval: number;
   private _poll: Poll;
+  private _abort: AbortController | null = null;
+  private _waiting: (() => void) | null = null;
   private _changed = new Signal<this, void>(this);
+  private _jobChanged = new Signal<this, IJobSummary>(this);
 }

@@ -94,38 +94,34 @@ export function parseSSE(buffer: string): { events: ISSEvent[]; rest: string } {
   return { events, rest };
 }
 
-export interface IFollowHandlers {
-  onLines(lines: ILogLine[]): void;
-  onEnd(final: { state: string } | null): void;
-  onError(message: string): void;
-}
-
 /**
- * Follow one replica's log from `offset` until the job ends or `signal` aborts.
- * Uses fetch streaming rather than EventSource, so the request carries the same
+ * Read the server-sent events of `path` until the server ends the stream or `signal`
+ * aborts; resolves with null then, or with a one-line message when it failed.
+ * fetch streaming rather than EventSource, so the request carries the same
  * credentials as every other API call (EventSource cannot send the token header).
  */
-export async function followLogs(
-  job: string,
-  replica: string,
-  offset: number,
-  handlers: IFollowHandlers,
+export async function readEvents(
+  path: string,
+  params: Record<string, string | number | undefined>,
+  onEvents: (events: ISSEvent[]) => void,
   signal: AbortSignal
-): Promise<void> {
+): Promise<string | null> {
   const settings = ServerConnection.makeSettings();
-  const target = url(`jobs/${encodeURIComponent(job)}/logs`, { replica, offset, follow: 'true' });
   let response: Response;
   try {
-    response = await ServerConnection.makeRequest(target, { signal }, settings);
+    response = await ServerConnection.makeRequest(url(path, params), { signal }, settings);
   } catch (error) {
-    if (!signal.aborted) {
-      handlers.onError(String(error));
-    }
-    return;
+    return signal.aborted ? null : String(error);
   }
   if (!response.ok || !response.body) {
-    handlers.onError(`${response.status} ${(await response.text()) || response.statusText}`);
-    return;
+    const text = await response.text();
+    let message = text || response.statusText;
+    try {
+      message = (JSON.parse(text) as { message?: string }).message ?? message;
+    } catch {
+      // not JSON: the text itself
+    }
+    return `${response.status} ${message}`;
   }
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = '';
@@ -133,12 +129,43 @@ export async function followLogs(
     for (;;) {
       const { value, done } = await reader.read();
       if (done) {
-        break;
+        return null;
       }
       const parsed = parseSSE(buffer + value);
       buffer = parsed.rest;
+      if (parsed.events.length) {
+        onEvents(parsed.events);
+      }
+    }
+  } catch (error) {
+    return signal.aborted ? null : String(error);
+  }
+}
+
+export interface IFollowHandlers {
+  onLines(lines: ILogLine[]): void;
+  onEnd(final: { state: string } | null): void;
+  onError(message: string): void;
+}
+
+/**
+ * Follow the log of one replica, or of every replica (`replica` null), from `offset`
+ * (per replica) until the job ends or `signal` aborts.
+ */
+export async function followLogs(
+  job: string,
+  replica: string | null,
+  offset: number,
+  handlers: IFollowHandlers,
+  signal: AbortSignal
+): Promise<void> {
+  const params = { replica: replica ?? undefined, offset, follow: 'true' };
+  const failed = await readEvents(
+    `jobs/${encodeURIComponent(job)}/logs`,
+    params,
+    events => {
       const lines: ILogLine[] = [];
-      for (const ev of parsed.events) {
+      for (const ev of events) {
         if (ev.event === 'log') {
           lines.push(JSON.parse(ev.data) as ILogLine);
         } else if (ev.event === 'end') {
@@ -151,10 +178,10 @@ export async function followLogs(
       if (lines.length) {
         handlers.onLines(lines);
       }
-    }
-  } catch (error) {
-    if (!signal.aborted) {
-      handlers.onError(String(error));
-    }
+    },
+    signal
+  );
+  if (failed) {
+    handlers.onError(failed);
   }
 }

@@ -11,6 +11,13 @@ export namespace CommandIDs {
   export const refresh = 'jupyter-ddl:refresh';
 }
 
+/**
+ * Stop-gap: the job API still delivers the `report()` marker lines among the log
+ * lines; the log views drop them until it no longer does. Same text as
+ * jupyter_ddl.metrics.METRIC_MARKER.
+ */
+export const METRIC_MARKER = '@@ddl-metric@@';
+
 export type JobState =
   | 'Pending'
   | 'Created'
@@ -34,8 +41,25 @@ export interface IJobSummary {
   ended: number | null;
   elapsed: number | null;
   notebook: string | null;
+  /** the notebook cell the job came from, when the server knows it */
+  cell_id?: string | null;
   message: string | null;
   metrics: Record<string, number>;
+}
+
+/** A backend the server could not ask (not installed, not configured, not answering). */
+export interface IUnavailable {
+  backend: string;
+  error: string;
+  /** One line naming the cause and the next step. */
+  message: string;
+}
+
+/** `GET jobs`: the jobs it has, and the backends it could not ask. */
+export interface IJobList {
+  jobs: IJobSummary[];
+  /** Absent from servers older than this field. */
+  unavailable?: IUnavailable[];
 }
 
 export interface IReplica {
@@ -69,10 +93,14 @@ export interface ILogLine {
   stream: string;
 }
 
+/** Where a metric value came from: `report()`, a Keras progress line, other printed pairs. */
+export type MetricSource = 'report' | 'keras' | 'log';
+
 export interface IMetricPoint {
   step: number;
   offset: number;
   values: Record<string, number>;
+  source?: MetricSource;
 }
 
 export interface IMetricsPage {
@@ -86,17 +114,43 @@ export interface IBackendInfo {
   default: boolean;
   available: boolean;
   error: string | null;
+  capabilities: { gpus: number; strategies: string[] } | null;
+}
+
+export interface IBackends {
+  default: string;
+  backends: IBackendInfo[];
+}
+
+/** One entry of GET /strategies. */
+export interface IStrategy {
+  name: string;
+  framework: string;
+  title: string;
+  summary: string;
+  kind: string;
+  /** what `--replicas` may be: its default, fewest and most (null: no limit) */
+  replicas: { default: number; min: number; max: number | null };
+  gpus: boolean;
+  needs_tpu: boolean;
+}
+
+export interface ICatalog {
+  frameworks: { name: string; title: string }[];
+  strategies: IStrategy[];
+  /** most specific first: the first module the notebook imports picks the strategy */
+  import_hints: { module: string; strategy: string }[];
 }
 
 /** User settings (schema/plugin.json). */
 export interface ISettings {
   refreshInterval: number;
   defaultBackend: string;
-  defaultFlags: string;
+  extraFlags: string;
 }
 
 export const DEFAULT_SETTINGS: ISettings = {
   refreshInterval: 3,
   defaultBackend: '',
-  defaultFlags: '--strategy torch-ddp --replicas 2'
+  extraFlags: ''
 };

@@ -1,4 +1,4 @@
-# %% [markdown]
+# %% [markdown] title
 # # From laptop to cluster
 #
 # Every job in the earlier notebooks ran as local processes. On a Kubernetes cluster
@@ -11,7 +11,7 @@
 # %%
 %load_ext jupyter_ddl
 
-# %% [markdown]
+# %% [markdown] objects
 # ## 1. One object per job kind
 #
 # ### TFJob
@@ -27,7 +27,7 @@ import tensorflow as tf
 with strategy.scope():
     model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(1)])
 
-# %% [markdown]
+# %% [markdown] pytorchjob
 # ### PyTorchJob
 #
 # PyTorch strategies become a `PyTorchJob`: a `Master` (rank 0; its address is the
@@ -39,7 +39,7 @@ with strategy.scope():
 import torch
 model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 1))
 
-# %% [markdown]
+# %% [markdown] mpijob
 # ### MPIJob
 #
 # Horovod becomes an `MPIJob` (`kubeflow.org/v2beta1`, from the mpi-operator): a
@@ -51,7 +51,7 @@ model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 1))
 import horovod.torch as hvd
 hvd.init()
 
-# %% [markdown]
+# %% [markdown] trainjob
 # ### TrainJob (Kubeflow Trainer v2)
 #
 # Kubeflow Trainer v2 replaces the per-framework kinds with one `TrainJob` that refers
@@ -65,8 +65,155 @@ hvd.init()
 import torch
 model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 1))
 
-# %% [markdown]
-# ## 2. Gang scheduling: all pods or none
+# %% [markdown] by-hand
+# ## 2. The same jobs, written by hand
+#
+# The generated objects are long because they carry more than the operator needs:
+# labels and annotations that let `%ddl list` and the sidebar find the job again,
+# the code digest, the runtime's environment variables, the code volume. What the
+# **operator** needs is short. A minimal TFJob and PyTorchJob, as you would write them
+# for an image that already contains `train.py`:
+
+# %%
+import yaml
+
+HAND_TFJOB = """
+apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata:
+  name: mnist
+spec:
+  tfReplicaSpecs:
+    Worker:
+      replicas: 2
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+          - name: tensorflow          # the operator looks for this name
+            image: registry.example.com/team/mnist:1
+            command: [python, /app/train.py]
+"""
+
+HAND_PYTORCHJOB = """
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: mnist-ddp
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+          - name: pytorch             # the operator looks for this name
+            image: registry.example.com/team/mnist-ddp:1
+            command: [python, /app/train.py]
+    Worker:
+      replicas: 2
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: registry.example.com/team/mnist-ddp:1
+            command: [python, /app/train.py]
+"""
+hand = {doc["kind"]: doc for doc in map(yaml.safe_load, (HAND_TFJOB, HAND_PYTORCHJOB))}
+print({kind: len(text.strip().splitlines()) for kind, text in
+       zip(hand, (HAND_TFJOB, HAND_PYTORCHJOB))}, "lines")
+
+# %% [markdown] operator-view
+# `operator_view` strips what is jupyter-ddl's own from a generated object (labels and
+# annotations under `jupyter-ddl.io/`, the runtime's `JUPYTER_DDL_*` variables, the
+# sidecar annotation) and keeps what the operator and the pods use. Compare the
+# generated PyTorchJob for the same shape with the hand-written one:
+
+# %%
+from jupyter_ddl.manager import default_manager
+from jupyter_ddl.models import JobSpec, Resources
+
+jobs = default_manager()
+OURS = "jupyter-ddl.io/"
+
+
+def operator_view(obj):
+    """A copy of a generated object without jupyter-ddl's own labels, annotations and env."""
+    if isinstance(obj, list):
+        return [operator_view(v) for v in obj if not (isinstance(v, dict) and str(v.get("name", "")).startswith("JUPYTER_DDL_"))]
+    if not isinstance(obj, dict):
+        return obj
+    out = {}
+    for key, value in obj.items():
+        if key in ("labels", "annotations") and isinstance(value, dict):
+            value = {k: v for k, v in value.items()
+                     if not k.startswith(OURS) and k != "sidecar.istio.io/inject"}
+        value = operator_view(value)
+        if value not in ({}, []):
+            out[key] = value
+    return out
+
+
+spec = JobSpec(name="mnist-ddp", strategy="torch-ddp", replicas={"Master": 1, "Worker": 2})
+generated = [d for d in yaml.safe_load_all(jobs.dry_run(spec)) if d]
+torch_job = operator_view(generated[0])
+full_lines = len(yaml.safe_dump(generated[0]).splitlines())
+view_lines = len(yaml.safe_dump(torch_job).splitlines())
+print(f"generated: {full_lines} lines; operator's view: {view_lines} lines\n")
+print(yaml.safe_dump(torch_job, sort_keys=False))
+same_roles = sorted(torch_job["spec"]["pytorchReplicaSpecs"]) == sorted(hand["PyTorchJob"]["spec"]["pytorchReplicaSpecs"])
+print("same roles as the hand-written one:", same_roles)
+
+# %% [markdown] operator-view-reading
+# What remains beyond the hand-written job is what makes the generated one run
+# anywhere: the code volume (a ConfigMap here, or an image built from your cell),
+# `runPolicy` (a backoff limit, `cleanPodPolicy`), and the container port.
+#
+# ## 3. What `kubectl` shows
+#
+# There is no cluster here, so this is what the same PyTorchJob looks like from
+# `kubectl` on one (names from the example above, in namespace `team-a`). The
+# operator names each pod `<job>-<role>-<index>` and labels it, so its pods are one
+# selector away:
+#
+# ```console
+# $ kubectl get pytorchjobs -n team-a
+# NAME        STATE     AGE
+# mnist-ddp   Running   3m
+#
+# $ kubectl get pods -n team-a -l training.kubeflow.org/job-name=mnist-ddp
+# NAME                 READY   STATUS    RESTARTS   AGE
+# mnist-ddp-master-0   1/1     Running   0          3m
+# mnist-ddp-worker-0   1/1     Running   0          3m
+# mnist-ddp-worker-1   1/1     Running   1          3m
+#
+# $ kubectl describe pytorchjob mnist-ddp -n team-a
+# ...
+# Status:
+#   Conditions:
+#     Type:     Created     Status: True   Reason: PyTorchJobCreated
+#     Type:     Running     Status: True   Reason: PyTorchJobRunning
+#   Replica Statuses:
+#     Master:   Active: 1
+#     Worker:   Active: 2
+# Events:
+#   Type    Reason              Message
+#   Normal  SuccessfulCreatePod Created pod: mnist-ddp-master-0
+#   Normal  SuccessfulCreatePod Created pod: mnist-ddp-worker-0
+#   Normal  SuccessfulCreatePod Created pod: mnist-ddp-worker-1
+#
+# $ kubectl logs mnist-ddp-worker-1 -n team-a --previous   # the run before the restart
+# $ kubectl describe pod mnist-ddp-worker-1 -n team-a       # Last State: Terminated, Reason: OOMKilled, Exit Code: 137
+# ```
+#
+# `--previous` shows the log of a container that restarted, and `describe pod` says
+# why it ended: this is where an `OOMKilled` shows up. `%ddl status`, `%ddl logs` and the
+# sidebar read the same objects through the Kubernetes API.
+
+# %% [markdown] gang
+# ## 4. Gang scheduling: all pods or none
 #
 # A synchronous job (DDP, MultiWorkerMirrored, Horovod) cannot take a single step
 # until *every* replica is up: the first all-reduce waits for all of them. The default
@@ -105,7 +252,7 @@ for gang in (False, True):
 deadlock_without_gang = not startable[False]
 deadlock_with_gang = not startable[True]
 
-# %% [markdown]
+# %% [markdown] gang-2
 # Without gang scheduling, each job holds two GPUs and waits forever for two more.
 # With it, `job-b` places nothing and waits in the queue; when `job-a` ends and frees
 # its GPUs, `job-b` starts. Both finish.
@@ -124,8 +271,8 @@ deadlock_with_gang = not startable[True]
 %%distribute --strategy torch-ddp --replicas 4 --gpus 1 --gang --queue research --priority high --dry-run
 import torch
 
-# %% [markdown]
-# ## 3. What the image builder pushes
+# %% [markdown] image
+# ## 5. What the image builder pushes
 #
 # A cluster cannot read your notebook, so the code has to travel. With a registry
 # configured, jupyter-ddl builds one small **layer** holding the cell's code bundle,
@@ -134,9 +281,12 @@ import torch
 # is asked to mount them, or they are copied registry to registry. No Docker daemon is
 # involved.
 #
-# The bundle is three files: the captured code (`cell.py`: the cell and the
-# definitions it uses), the runtime (`ddl_runtime.py`, which sets up the strategy in
-# every replica) and the entry point (`main.py`). The layer is built deterministically
+# The bundle is five files: the captured code (`cell.py`: the cell and the
+# definitions it uses), the runtime (`ddl_runtime.py` and its torch part
+# `ddl_runtime_torch.py`, which set up the strategy in every replica, and
+# `ddl_spawn.py`, for processes the cell starts itself) and the entry point
+# (`main.py`). This is the "append" builder of Kubeflow Fairing (see
+# `coming-from-tensorflow.ipynb`), done without its SDK. The layer is built deterministically
 # (fixed times, owners and order), so the same code gives the same digest, the same
 # image tag, and nothing to upload the second time:
 
@@ -154,7 +304,7 @@ print("layer digest:", layer.digest, f"({layer.size} bytes compressed)")
 same_digest_twice = build_layer(build_bundle("print('hello from', rank)\n")).digest == layer.digest
 print("same code, same digest:", same_digest_twice)
 
-# %% [markdown]
+# %% [markdown] image-2
 # Besides the layer, only the image's configuration changes: the command runs the
 # entry point, the working directory is the code folder, and a few labels record the
 # code digest and the base image. None of the notebook's environment variables go
@@ -170,11 +320,11 @@ print("working dir:", changes.working_dir)
 print("env added:  ", changes.env)
 print("labels:     ", changes.labels)
 
-# %% [markdown]
+# %% [markdown] image-3
 # Without a registry, the bundle goes into a **ConfigMap** mounted into every pod of
 # the job instead: no push, but limited to about 1 MB of code.
 #
-# ## 4. Pointing this notebook at a cluster
+# ## 6. Pointing this notebook at a cluster
 #
 # Three settings, saved for every notebook of this user (`%ddl config` shows them):
 #
@@ -193,18 +343,29 @@ print("labels:     ", changes.labels)
 # %%
 %ddl config
 
-# %% [markdown]
+# %% [markdown] ex-gpus
+# ### Try this
+#
+# Add `--gpus 1` to the PyTorchJob dry run of section 1.
+# **Expected:** every pod template's container gets `nvidia.com/gpu: 1` under both
+# `resources.requests` and `resources.limits`, and the runtime will choose NCCL.
+
+# %% solution
+spec = JobSpec(name="gpu-demo", strategy="torch-ddp", replicas={"Master": 1, "Worker": 2},
+               default_resources=Resources(gpu=1))
+job = [d for d in yaml.safe_load_all(jobs.dry_run(spec)) if d][0]
+for role, replica in job["spec"]["pytorchReplicaSpecs"].items():
+    print(role, replica["template"]["spec"]["containers"][0]["resources"])
+
+# %% [markdown] python-api
 # ## The same from Python
 #
 # The magics are a thin layer over one Python API, `JobManager`; scripts and tests can
 # use it directly. Here it renders the four kinds again and checks what came out:
 
 # %%
-import yaml
-from jupyter_ddl.manager import default_manager
-from jupyter_ddl.models import GangScheduling, JobSpec
+from jupyter_ddl.models import GangScheduling
 
-jobs = default_manager()
 specs = {
     "TFJob": JobSpec(name="demo-tf", strategy="tf-multi-worker-mirrored", replicas={"Worker": 2}),
     "PyTorchJob": JobSpec(name="demo-torch", strategy="torch-ddp", replicas={"Master": 1, "Worker": 2}),
@@ -225,6 +386,8 @@ outcome = {
     "deadlock_without_gang": deadlock_without_gang,
     "deadlock_with_gang": deadlock_with_gang,
     "same_digest_twice": same_digest_twice,
+    "operator_view_lines": [view_lines, full_lines],
+    "hand_written_kinds": sorted(hand),
 }
 outcome["ok"] = (
     all(kinds[k][0] == k for k in ("TFJob", "PyTorchJob", "MPIJob", "TrainJob"))
@@ -232,5 +395,7 @@ outcome["ok"] = (
     and deadlock_without_gang
     and not deadlock_with_gang
     and same_digest_twice
+    and same_roles
+    and view_lines < full_lines
 )
 outcome

@@ -1,4 +1,4 @@
-# %% [markdown]
+# %% [markdown] title
 # # MPI and Horovod: launcher, workers, hostfile, slots
 #
 # Horovod (and MPI programs in general) start differently from the PyTorch and
@@ -24,7 +24,7 @@
 # %%
 %load_ext jupyter_ddl
 
-# %% [markdown]
+# %% [markdown] title-2
 # A small helper for reading results back. Every rank prints its `report(...)` values
 # into its log; this collects them per replica.
 
@@ -48,7 +48,7 @@ def results():
         "reports": [{"replica": replica, **values} for replica, values in reported],
     }
 
-# %% [markdown]
+# %% [markdown] hello
 # ## 1. Hello, ranks
 #
 # `--strategy horovod --workers 2`: two ranks. Each one learns its rank and the world
@@ -77,13 +77,13 @@ report(mpi_rank=comm.Get_rank(), size=comm.Get_size(), allreduce=total)
 hello = results()
 hello
 
-# %% [markdown]
+# %% [markdown] hello-2
 # The hostfile the local backend wrote has a single line, `localhost slots=2`: one
 # host with room for both ranks. On the cluster the operator writes one line per
 # worker pod, each with `slots=` set to `slotsPerWorker` (1 by default), as in the
 # example at the top.
 
-# %% [markdown]
+# %% [markdown] by-hand
 # ## 2. Data-parallel training, the Horovod way, by hand
 #
 # Horovod does not build on this machine's PyTorch, but what it does is short enough
@@ -133,7 +133,7 @@ report(loss=loss.item(), checksum=checksum)
 by_hand = results()
 by_hand
 
-# %% [markdown]
+# %% [markdown] mpijob
 # ## 3. The MPIJob for a real Horovod cell
 #
 # With an image that has Horovod (the configured base image for MPI jobs), the cell
@@ -154,7 +154,27 @@ opt = torch.optim.SGD(model.parameters(), lr=0.1 * hvd.size())
 opt = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters())
 hvd.broadcast_parameters(model.state_dict(), root_rank=0)
 
-# %% [markdown]
+# %% [markdown] ex-workers
+# ### Try this
+#
+# Run the "Hello, ranks" cell with `--workers 3`, after predicting the sum.
+# **Expected:** three ranks, 0 to 2, contributing 1, 2 and 3: every rank prints
+# `sum = 6`. The hostfile now reads `localhost slots=3`.
+
+# %% solution
+%%distribute --strategy horovod --workers 3 --wait
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+total = comm.allreduce(comm.Get_rank() + 1, op=MPI.SUM)
+print(f"rank {comm.Get_rank()} of {comm.Get_size()}: sum = {total}")
+report(sum3=total)
+
+# %% solution
+three = results()
+assert sorted(r["sum3"] for r in three["reports"]) == [6.0, 6.0, 6.0], three
+
+# %% [markdown] what-we-saw
 # ## What we saw
 #
 # (The test suite checks these values.)

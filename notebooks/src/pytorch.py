@@ -1,4 +1,4 @@
-# %% [markdown]
+# %% [markdown] title
 # # PyTorch: DataParallel, DDP, torchrun and Ignite
 #
 # PyTorch has two ways to train one model on several devices:
@@ -17,7 +17,7 @@
 # %%
 %load_ext jupyter_ddl
 
-# %% [markdown]
+# %% [markdown] shared-code
 # ## Shared code
 #
 # These definitions run in the notebook kernel and travel with every `%%distribute`
@@ -55,7 +55,7 @@ def checksum(model):
     """One number that changes if any weight differs."""
     return sum(p.detach().double().sum().item() for p in model.parameters())
 
-# %% [markdown]
+# %% [markdown] shared-code-2
 # A small helper for reading results back. Every replica prints its `report(...)`
 # values into its log; this collects them per replica.
 
@@ -79,7 +79,7 @@ def results():
         "reports": [{"replica": replica, **values} for replica, values in reported],
     }
 
-# %% [markdown]
+# %% [markdown] dataparallel
 # ## 1. DataParallel: one replica
 #
 # `torch-dp` runs one replica (a PyTorchJob with just a Master). With no GPU,
@@ -100,7 +100,7 @@ report(loss=loss, checksum=checksum(model))
 dp = results()
 dp
 
-# %% [markdown]
+# %% [markdown] ddp
 # ## 2. DistributedDataParallel: two replicas
 #
 # Two processes (a Master and one Worker). Three things make it data parallel:
@@ -132,7 +132,7 @@ report(loss=loss, checksum=checksum(model))
 ddp = results()
 ddp
 
-# %% [markdown]
+# %% [markdown] ddp-2
 # The losses differ (each rank measured its own last batch), the checksums do not:
 # every rank applied the same averaged gradients.
 #
@@ -155,7 +155,7 @@ ddp
 import torch
 model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 1).to(device))
 
-# %% [markdown]
+# %% [markdown] torchrun
 # ## 4. torchrun and `nprocPerNode`
 #
 # A replica is one pod, and one pod may have several GPUs. With `--nproc-per-node 2`,
@@ -175,13 +175,21 @@ ones = torch.ones(1)
 dist.all_reduce(ones)  # every rank adds 1
 print(f"RANK={os.environ['RANK']} LOCAL_RANK={os.environ['LOCAL_RANK']} "
       f"GROUP_RANK={os.environ['GROUP_RANK']} WORLD_SIZE={os.environ['WORLD_SIZE']}")
-report(global_rank=dist.get_rank(), world=dist.get_world_size(), allreduce=ones.item())
+report(allreduce=ones.item())
+
+# %% [markdown] torchrun-lines
+# The replica table shows one row per replica (a pod on a cluster); the two processes
+# torchrun started in it share that row and its log. Their lines tell them apart:
 
 # %%
-torchrun = results()
-torchrun
+import re
 
-# %% [markdown]
+torchrun = results()
+torchrun_lines = [line.text for line in jobs.logs(_ddl_job) if line.text.startswith("RANK=")]
+torchrun_ranks = sorted(int(re.match(r"RANK=(\d+)", text).group(1)) for text in torchrun_lines)
+print(*sorted(torchrun_lines), sep="\n")
+
+# %% [markdown] ignite
 # ## 5. PyTorch Ignite's `idist`
 #
 # `ignite.distributed` (`idist`) wraps the same machinery in a few helpers:
@@ -219,14 +227,34 @@ with idist.Parallel(backend="gloo") as parallel:
 ignite_run = results()
 ignite_run
 
-# %% [markdown]
+# %% [markdown] ignite-2
 # Every job of this notebook is still listed, with its state; `%ddl logs NAME` shows a
 # replica's full log, `%ddl delete NAME` removes a job and its files.
 
 # %%
 %ddl list
 
-# %% [markdown]
+# %% [markdown] ex-sampler
+# ### Try this
+#
+# In the DDP cell, replace `sampler=DistributedSampler(data, seed=0)` with
+# `shuffle=False` and run it again.
+# **Expected:** each rank now goes through all 512 samples, 16 batches per epoch
+# instead of 8: both ranks see the *same* batches, so their losses are now identical,
+# and their checksums still agree. The job does twice the work of one process for
+# the same result: without the sampler, data parallelism divides nothing.
+
+# %% solution
+from torch.utils.data import DataLoader, DistributedSampler
+
+data = make_data()
+for ranks in (1, 2):
+    shards = [list(DistributedSampler(data, num_replicas=ranks, rank=r, shuffle=False)) for r in range(ranks)]
+    print(f"{ranks} rank(s) with the sampler: {[len(s) for s in shards]} samples each, "
+          f"{len(DataLoader(data, batch_size=32, sampler=DistributedSampler(data, num_replicas=ranks, rank=0)))} batches")
+print(f"without it: every rank gets all {len(data)} samples, {len(DataLoader(data, batch_size=32))} batches")
+
+# %% [markdown] what-we-saw
 # ## What we saw
 #
 # A summary of the five runs (the test suite checks these values):
@@ -245,7 +273,7 @@ outcome = {
     "dp_loss": dp["reports"][-1]["loss"],
     "ddp_loss": max(r["loss"] for r in ddp["reports"]),
     "ddp_agree": agree(ddp) and len(ddp["reports"]) == 2,
-    "torchrun_ranks": sorted(int(r["global_rank"]) for r in torchrun["reports"]),
+    "torchrun_ranks": torchrun_ranks,
     "torchrun_allreduce": sorted({r["allreduce"] for r in torchrun["reports"]}),
     "ignite_agree": agree(ignite_run) and len(ignite_run["reports"]) == 2,
     "ignite_loss": max(r["loss"] for r in ignite_run["reports"]),

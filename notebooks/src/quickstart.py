@@ -1,4 +1,4 @@
-# %% [markdown]
+# %% [markdown] title
 # # Quickstart: one cell, two processes
 #
 # This notebook trains a tiny model with PyTorch **DistributedDataParallel** (DDP) on
@@ -10,7 +10,7 @@
 # %%
 %load_ext jupyter_ddl
 
-# %% [markdown]
+# %% [markdown] distribute-line
 # `%%distribute` on the first line turns the cell into a job. `--strategy torch-ddp`
 # picks PyTorch DDP, `--replicas 2` asks for two processes, and `--wait` keeps the cell
 # busy until the job ends (without it the cell returns at once and the job runs in the
@@ -46,7 +46,7 @@ checksum = sum(p.sum().item() for p in model.parameters())
 report(step=step, loss=loss.item(), checksum=checksum)
 print(f"replica {rank} of {world_size}: final loss {loss.item():.4f}, weights checksum {checksum:.6f}")
 
-# %% [markdown]
+# %% [markdown] result
 # Each replica saw different data, so their losses differ a little, but DDP kept their
 # weights identical: the checksums agree. The job, its logs and its metrics stay
 # available after the cell ends; `%ddl list` shows every job, `%ddl logs NAME` a
@@ -70,3 +70,37 @@ outcome = {
 }
 outcome["ok"] = outcome["state"] == "Succeeded" and outcome["replicas_agree"]
 outcome
+
+# %% [markdown] ex-replicas
+# ### Try this
+#
+# Run the training cell again with `--replicas 3`.
+# **Expected:** three replicas (`master-0`, `worker-0`, `worker-1`), each training on
+# its own third of the data. Their final **losses differ** (each measured its own
+# third), their **checksums agree** (DDP applied the same averaged update everywhere).
+
+# %% solution
+%%distribute --strategy torch-ddp --replicas 3 --wait
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+torch.manual_seed(0)
+x = torch.randn(512, 8)
+y = x @ torch.arange(1.0, 9.0).unsqueeze(1) + 0.1 * torch.randn(512, 1)
+x, y = x[rank::world_size], y[rank::world_size]  # this replica's third
+
+model = DDP(torch.nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.2)
+for step in range(60):
+    opt.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+checksum = sum(p.sum().item() for p in model.parameters())
+report(loss=loss.item(), checksum=checksum)
+print(f"replica {rank} of {world_size}: loss {loss.item():.4f}, checksum {checksum:.6f}")
+
+# %% solution
+three = dict(jobs.reports(_ddl_job))
+print({replica: (round(v["loss"], 4), round(v["checksum"], 6)) for replica, v in three.items()})
+assert len(three) == 3 and len({round(v["checksum"], 6) for v in three.values()}) == 1

@@ -1,4 +1,4 @@
-# %% [markdown]
+# %% [markdown] title
 # # TensorFlow: three strategies, one training function
 #
 # `tf.distribute` hides the distribution behind a **strategy** object: you build and
@@ -8,7 +8,8 @@
 #
 # | strategy | processes | how gradients move |
 # |---|---|---|
-# | `tf-mirrored` | 1 | all-reduce between the GPUs of one machine (here: its CPU) |
+# | `tf-mirrored` | 1 | all-reduce between the GPUs of one machine (here: two logical CPUs) |
+# | `tf-central-storage` | 1 | variables kept in one place (the CPU), computed on every GPU |
 # | `tf-multi-worker-mirrored` | N workers | synchronous all-reduce between processes |
 # | `tf-parameter-server` | chief + workers + PS | workers push updates to parameter servers, asynchronously |
 #
@@ -18,7 +19,7 @@
 # %%
 %load_ext jupyter_ddl
 
-# %% [markdown]
+# %% [markdown] training-function
 # ## The training function
 #
 # A linear model learns `y = x · [1..8]` from 2,048 generated samples. The data is
@@ -50,7 +51,7 @@ def train(strategy, epochs=4, steps=25):
     history = model.fit(data, epochs=epochs, steps_per_epoch=steps, verbose=2)
     return history.history["loss"][-1]
 
-# %% [markdown]
+# %% [markdown] training-function-2
 # A small helper for reading results back. Every replica prints its `report(...)`
 # values into its log; this collects them per replica.
 
@@ -74,15 +75,22 @@ def results():
         "reports": [{"replica": replica, **values} for replica, values in reported],
     }
 
-# %% [markdown]
+# %% [markdown] mirrored
 # ## 1. MirroredStrategy: one process
 #
-# One replica. With GPUs, MirroredStrategy copies the model onto each of them and sums
-# the gradients after every step. On a laptop there is one device, the CPU, so this
-# is the baseline the other two compare to.
+# One process. With GPUs, MirroredStrategy copies the model onto each of them and sums
+# the gradients after every step. A laptop has one device, the CPU, and a
+# `MirroredStrategy()` on it has 1 replica in sync. To see the mirroring, this cell
+# splits the CPU into two **logical devices** first (before any other TensorFlow op)
+# and mirrors over both: 2 replicas in sync, in one process.
 
 # %%
 %%distribute --strategy tf-mirrored --wait
+import tensorflow as tf
+
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 loss = train(strategy)
 report(loss=loss, replicas=strategy.num_replicas_in_sync)
 
@@ -90,7 +98,30 @@ report(loss=loss, replicas=strategy.num_replicas_in_sync)
 mirrored = results()
 mirrored
 
-# %% [markdown]
+# %% [markdown] central-storage
+# ## 1b. CentralStorageStrategy: one copy of the variables
+#
+# Also one process, but the variables are **not** mirrored: they live once, on the CPU
+# (the "parameter device"), and every GPU computes on them; the gradients are summed
+# where the variables live. Useful when a machine's GPUs are many and small, or have
+# no fast link between them. Here the two logical CPUs stand for two GPUs again.
+
+# %%
+%%distribute --strategy tf-central-storage --wait
+import tensorflow as tf
+
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+strategy = tf.distribute.experimental.CentralStorageStrategy(
+    compute_devices=["/cpu:0", "/cpu:1"], parameter_device="/cpu:0")
+loss = train(strategy)
+report(loss=loss, replicas=strategy.num_replicas_in_sync)
+
+# %%
+central = results()
+central
+
+# %% [markdown] multi-worker
 # ## 2. MultiWorkerMirroredStrategy: two workers in lock step
 #
 # Two processes, each with a full copy of the model. After every step they all-reduce
@@ -110,7 +141,7 @@ report(loss=loss, replicas=strategy.num_replicas_in_sync)
 multi_worker = results()
 multi_worker
 
-# %% [markdown]
+# %% [markdown] multi-worker-2
 # Both workers report the same loss: Keras averages it over the global batch (both
 # workers' shares), and their weights are identical after every step.
 #
@@ -136,7 +167,7 @@ report(loss=loss, replicas=strategy.num_replicas_in_sync)
 parameter_server = results()
 parameter_server
 
-# %% [markdown]
+# %% [markdown] multi-worker-3
 # The chief's log has the training; the PS and the worker only said they were serving.
 # `%ddl logs` shows any replica's full log (`$name` passes a Python variable to a
 # magic):
@@ -145,7 +176,7 @@ parameter_server
 ps_job = parameter_server["job"]
 %ddl logs $ps_job --replica ps-0
 
-# %% [markdown]
+# %% [markdown] tf-config
 # ## Roles and `TF_CONFIG`, seen from inside the replicas
 #
 # How does each process know who it is? On Kubernetes the TFJob operator sets one
@@ -173,7 +204,7 @@ report(role_index=task["index"], roles=len(config["cluster"]))
 tf_config = results()
 sorted(tf_config["replicas"])
 
-# %% [markdown]
+# %% [markdown] tf-config-2
 # On a cluster the addresses are the DNS names of the pods' services instead. This is
 # what the operator would give each replica of a ParameterServer job named `mnist` in
 # namespace `team-a` (computed here, nothing runs):
@@ -188,14 +219,16 @@ endpoints = cluster_endpoints(spec, namespace="team-a")
 for role, index in replica_ids(spec):
     print(f"{role}-{index}:", replica_env(spec, role, index, endpoints)["TF_CONFIG"])
 
-# %% [markdown]
+# %% [markdown] what-we-saw
 # ## What we saw
 #
-# The same `train` function ran under three strategies; only the `%%distribute` line
-# changed. A summary (the test suite checks these values):
+# The same `train` function ran under four strategies; only the `%%distribute` line
+# (and, for one process, the device list) changed. A summary (the test suite checks
+# these values):
 
 # %%
-runs = {"mirrored": mirrored, "multi-worker": multi_worker, "parameter-server": parameter_server}
+runs = {"mirrored": mirrored, "central-storage": central, "multi-worker": multi_worker,
+        "parameter-server": parameter_server}
 for name, run in runs.items():
     losses = ", ".join(f"{r}: {v['loss']:.3f}" for r, v in sorted(run["replicas"].items()))
     print(f"{name:17} {run['state']:10} final loss {losses}")
@@ -206,10 +239,30 @@ outcome = {
     "workers_agree": len({round(v["loss"], 5) for v in multi_worker["replicas"].values()}) == 1,
     "multi_worker_replicas": sorted(multi_worker["replicas"]),
     "tf_config_replicas": sorted(tf_config["replicas"]),
+    "in_sync": {name: int(max(v["replicas"] for v in run["replicas"].values())) for name, run in runs.items()},
 }
 outcome["ok"] = (
     all(state == "Succeeded" for state in outcome["states"].values())
     and all(loss < 5.0 for loss in outcome["final_loss"].values())
     and outcome["workers_agree"]
+    and outcome["in_sync"]["mirrored"] == 2
+    and outcome["in_sync"]["central-storage"] == 2
 )
 outcome
+
+# %% [markdown] ex-no-chief
+# ### Try this
+#
+# Run the `TF_CONFIG` job without a chief and without an evaluator:
+# `--strategy tf-multi-worker-mirrored --workers 3`.
+# **Expected:** three replicas, `worker-0` to `worker-2`; the `cluster` map has only
+# a `worker` list of three addresses. With no chief, `worker-0` does the chief's
+# bookkeeping (checkpoints, summaries).
+
+# %% solution
+from jupyter_ddl.contract import cluster_endpoints, replica_env
+from jupyter_ddl.models import JobSpec
+
+spec = JobSpec(name="no-chief", strategy="tf-multi-worker-mirrored", replicas={"Worker": 3})
+env = replica_env(spec, "Worker", 0, cluster_endpoints(spec, namespace="team-a"))
+print(env["TF_CONFIG"])

@@ -70,6 +70,12 @@ def lab(tmp_path, data_dir):
     env = {**os.environ, **{k: str(v) for k, v in dirs.items()}}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env["JUPYTER_PLATFORM_DIRS"] = "1"
+    # in a virtual environment jupyter_core prefers the environment's share/ over
+    # JUPYTER_DATA_DIR: without this a copy installed earlier would shadow BUILT
+    env["JUPYTER_PREFER_ENV_PATH"] = "0"
+    # searched first: in a virtualenv, jupyter_core prefers the environment's share/ over
+    # JUPYTER_DATA_DIR, where an installed (older) copy of the extension would win
+    env["JUPYTER_PATH"] = str(dirs["JUPYTER_DATA_DIR"])
     cmd = [
         sys.executable,
         "-m",

@@ -33,14 +33,16 @@ def test_bundle_is_deterministic_and_runnable_layout():
     a = build_bundle("print(1)", requirements=["tqdm", "tqdm", " "], notebook="n.ipynb")
     b = build_bundle("print(1)", requirements=["tqdm"], notebook="n.ipynb")
     assert a.digest == b.digest and a.requirements == ["tqdm"]
-    assert set(a.files) == {"cell.py", "main.py", "ddl_runtime.py"} and a.entrypoint == "main.py"
+    shim = {"ddl_runtime.py", "ddl_runtime_torch.py", "ddl_spawn.py"}
+    assert set(a.files) == {"cell.py", "main.py", *shim} and a.entrypoint == "main.py"
     assert a.files["cell.py"] == b"print(1)\n"
-    imported = {
-        (n.module if isinstance(n, ast.ImportFrom) else n.names[0].name) or ""
-        for n in ast.walk(ast.parse(a.files["ddl_runtime.py"]))
-        if isinstance(n, (ast.Import, ast.ImportFrom))
-    }
-    assert imported and not any(m.startswith("jupyter_ddl") for m in imported)
+    for name in shim:  # stdlib and the framework only: a base image has no jupyter_ddl
+        imported = {
+            (n.module if isinstance(n, ast.ImportFrom) else n.names[0].name) or ""
+            for n in ast.walk(ast.parse(a.files[name]))
+            if isinstance(n, (ast.Import, ast.ImportFrom))
+        }
+        assert imported and not any(m.startswith("jupyter_ddl") for m in imported), name
     assert build_bundle("print(2)").digest != a.digest
 
 

@@ -36,12 +36,33 @@ def test_changing_the_strategy_changes_the_role_fields(data_dir):
     form = _form([])
     form.framework.value = "pytorch"
     form.strategy.value = "torch-ddp"
-    assert list(form.role_fields) == ["Worker"]  # the one Master is fixed
+    # the total, and the roles it makes: Master and Worker both come from it
+    assert form.role_fields == {} and form.replicas.value == 2
+    assert "Master 1 + Worker 1" in form.made.value and "world size 2" in form.made.value
     form.framework.value = "tensorflow"
     form.strategy.value = "tf-parameter-server"
-    assert list(form.role_fields) == ["Worker", "PS", "Evaluator"]
+    assert list(form.role_fields) == ["PS", "Evaluator"]  # not counted by the total
+    assert "Chief 1 + Worker 2 + PS 1" in form.made.value
+    form.strategy.value = "tf-multi-worker-mirrored"
+    assert list(form.role_fields) == ["Chief", "Evaluator"]
+    form.role_fields["Chief"].value = 1
+    assert "Chief 1 + Worker 1" in form.made.value  # the chief is one of the total
     form.strategy.value = "tf-mirrored"
-    assert form.role_fields == {}
+    assert form.role_fields == {} and form.replicas.value == 1 and form.replicas.disabled
+
+
+def test_the_total_makes_the_same_roles_as_the_flags(data_dir):
+    form = _form([])
+    form.framework.value = "pytorch"
+    form.strategy.value = "torch-ddp"
+    form.replicas.value = 1
+    assert "= Master 1 <i>(world size 1)</i>" in form.made.value
+    assert form.error.value == "" and not form.submit_button.disabled
+    form.replicas.value = 4
+    assert "Master 1 + Worker 3" in form.made.value
+    form.replicas.value = 0
+    assert "choose --replicas 1 or more" in form.error.value and form.submit_button.disabled
+    assert form.made.value == ""
 
 
 def test_invalid_counts_show_an_error_and_disable_submit(data_dir):
@@ -77,22 +98,26 @@ def test_kubernetes_fields_only_for_kubernetes(data_dir):
 def test_submit_and_dry_run_pass_the_choice_and_remember_it(data_dir):
     calls: list = []
     form = _form(calls)
-    form.framework.value = "pytorch"
-    form.strategy.value = "torch-ddp"
-    form.role_fields["Worker"].value = 2
+    form.framework.value = "tensorflow"
+    form.strategy.value = "tf-parameter-server"
+    form.replicas.value = 3
+    form.role_fields["PS"].value = 2
     form.cpu.value = "2"
     form.dry_run_button.click()
     form.submit_button.click()
     assert [c[0] for c in calls] == ["dry_run", "submit"]
     args = calls[-1][1]
-    assert (args.strategy, args.workers, args.cpu, args.backend) == ("torch-ddp", 2, "2", "local")
+    assert (args.strategy, args.replicas, args.ps, args.cpu, args.backend) == (
+        "tf-parameter-server", 3, 2, "2", "local",
+    )  # fmt: skip
     saved = load_choice("nb.ipynb")
-    assert saved["strategy"] == "torch-ddp" and saved["replicas"] == {"Worker": 2}
+    assert saved["strategy"] == "tf-parameter-server" and saved["replicas"] == 3
+    assert saved["roles"] == {"PS": 2, "Evaluator": 0}
     again = _form([])
-    assert again.strategy.value == "torch-ddp" and again.role_fields["Worker"].value == 2
-    assert again.cpu.value == "2"
+    assert again.strategy.value == "tf-parameter-server" and again.replicas.value == 3
+    assert again.role_fields["PS"].value == 2 and again.cpu.value == "2"
     other = _form([], notebook="other.ipynb")
-    assert other.role_fields["Worker"].value == 1  # remembered per notebook
+    assert other.strategy.value == "torch-ddp" and other.replicas.value == 2  # per notebook
 
 
 def test_distribute_without_strategy_shows_the_form_and_submit_goes_through_the_job_api(
@@ -105,7 +130,7 @@ def test_distribute_without_strategy_shows_the_form_and_submit_goes_through_the_
     assert isinstance(form, DistributeForm) and fake.submitted == []
     form.framework.value = "pytorch"
     form.strategy.value = "torch-ddp"
-    form.role_fields["Worker"].value = 2
+    form.replicas.value = 3
     form.name.value = "from-form"
     form.submit_button.click()
     assert form.error.value == ""

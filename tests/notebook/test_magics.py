@@ -45,7 +45,7 @@ def test_flags_become_the_spec_and_the_bundle_holds_the_captured_code(shell, mag
         "!pip install einops\nprint(lr_at(rank))",
     )
     spec, bundle = fake.submitted[-1]
-    assert spec.name == "j1" and spec.replicas == {"Master": 1, "Worker": 3}
+    assert spec.name == "j1" and dict(spec.shape.counts) == {"Master": 1, "Worker": 3}
     assert spec.default_resources.gpu == 1 and spec.default_resources.memory == "4Gi"
     assert spec.env == {"A": "1"} and spec.restart_policy.value == "OnFailure"
     assert spec.gang.queue == "q1" and spec.gang.scheduler == "volcano"
@@ -57,14 +57,24 @@ def test_flags_become_the_spec_and_the_bundle_holds_the_captured_code(shell, mag
 def test_replicas_is_the_strategy_total_for_every_shape(shell, magics, fake):
     cases = {
         "--strategy tf-multi-worker-mirrored --replicas 3": {"Worker": 3},
-        "--strategy tf-parameter-server --replicas 3 --ps 2": {"Chief": 1, "Worker": 2, "PS": 2},
+        "--strategy tf-multi-worker-mirrored --replicas 3 --chief 1": {"Chief": 1, "Worker": 2},
+        # ParameterServer: N counts the workers; chief and PS are not training replicas
+        "--strategy tf-parameter-server --replicas 3 --ps 2": {"Chief": 1, "Worker": 3, "PS": 2},
         "--strategy horovod --replicas 2": {"Launcher": 1, "Worker": 2},
         "--strategy torch-elastic --replicas 3": {"Worker": 3},
         "--strategy torch-ddp --replicas 1": {"Master": 1},
+        "--strategy ignite --replicas 1": {"Master": 1},
+        "--strategy deepspeed --replicas 1": {"Master": 1},
+        "--strategy torch-ddp --workers 0": {"Master": 1},
+        "--strategy torch-ddp --replicas 3 --workers 2": {"Master": 1, "Worker": 2},
+        "--strategy torch-ddp": {"Master": 1, "Worker": 1},
     }
     for i, (flags, expected) in enumerate(cases.items()):
         shell.run_cell_magic("distribute", f"{flags} --name shape{i}", "x = 1")
-        assert fake.submitted[-1][0].replicas == expected, flags
+        spec = fake.submitted[-1][0]
+        assert dict(spec.shape.counts) == expected, flags
+        # the spec names every role, so no default can come back when it is read again
+        assert spec.replicas == {r: expected.get(r, 0) for r in spec.replicas}, flags
 
 
 def test_secret_env_passes_names_never_values(shell, magics, fake, monkeypatch):
@@ -92,6 +102,19 @@ def test_secret_env_passes_names_never_values(shell, magics, fake, monkeypatch):
         ("--strategy torch-ddp --bogus 1", ValidationError, "unrecognized arguments: --bogus"),
         ("--strategy torch-dp --workers 2", ValidationError, "torch-dp has no Worker role"),
         ("--strategy tf-mirrored --replicas 3", ValidationError, "choose --replicas 1"),
+        ("--strategy torch-dp --replicas 2", ValidationError, "choose --replicas 1"),
+        (
+            "--strategy torch-ddp --replicas 3 --workers 5",
+            ValidationError,
+            "--replicas 3 and --workers 5 disagree: for torch-ddp --replicas 3 means "
+            "Master 1 + Worker 2; give only one of them",
+        ),
+        ("--strategy torch-ddp --replicas 0", ValidationError, "choose --replicas 1 or more"),
+        (
+            "--strategy tf-multi-worker-mirrored --replicas 1 --chief 1",
+            ValidationError,
+            "choose --replicas 2 or more",
+        ),
         ("--strategy torch-ddp --env NOEQUALS", ValidationError, "NAME=value"),
         ("--strategy torch-ddp --restart-policy sometimes", ValidationError, "OnFailure"),
         ("", ValidationError, "--strategy is missing"),

@@ -1,8 +1,11 @@
 """Fixtures for running the workshop notebooks in real kernels on the local backend.
 
-``run_notebook(name)`` executes ``notebooks/<name>.ipynb`` headless with nbclient (via
-``notebooks/execute.py``, the same runner ``scripts/quickstart`` uses) against an
-isolated data directory, and returns the executed notebook and its ``outcome`` dict.
+``run_notebook(name, lang)`` executes ``notebooks/<name>.ipynb`` (English) or
+``notebooks/<lang>/<name>.ipynb`` headless with nbclient (via ``notebooks/execute.py``,
+the same runner ``scripts/quickstart`` uses) against an isolated data directory, with
+``DDL_WORKSHOP_QUICK=1`` (fewer steps and repeats, the same checks), and returns the
+executed notebook and its ``outcome`` dict. ``DDL_WORKSHOP_LANGS`` (comma-separated)
+picks the languages the run tests cover; all of them by default.
 After the test, every job of that data directory must have finished and no process
 may still carry the directory in its environment.
 """
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,12 +23,20 @@ from typing import Any
 
 import psutil
 import pytest
+import yaml
 
 from tests.support.require import module
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
 ARTIFACTS = REPO / ".test-artifacts" / "notebooks"
+ALL_LANGS = list(yaml.safe_load((NOTEBOOKS / "i18n" / "languages.yaml").read_text("utf-8")))
+_asked = [x.strip() for x in os.environ.get("DDL_WORKSHOP_LANGS", "").split(",") if x.strip()]
+LANGS = [lang for lang in ALL_LANGS if lang in _asked] if _asked else ALL_LANGS
+
+
+def notebook_path(name: str, lang: str = "en") -> Path:
+    return NOTEBOOKS / (f"{name}.ipynb" if lang == "en" else f"{lang}/{name}.ipynb")
 
 
 def load_script(name: str) -> ModuleType:
@@ -32,6 +44,7 @@ def load_script(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"workshop_{name}", NOTEBOOKS / f"{name}.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up while it loads
     spec.loader.exec_module(mod)
     return mod
 
@@ -60,6 +73,7 @@ def notebook_env(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     module("ipykernel")
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+    monkeypatch.setenv("DDL_WORKSHOP_QUICK", "1")
     yield data_dir
     leftovers = _finish_jobs(data_dir)
     assert not leftovers, f"jobs still running after the notebook: {leftovers}"
@@ -69,10 +83,12 @@ def notebook_env(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def run_notebook(notebook_env: Path) -> Callable[..., tuple[Any, dict[str, Any]]]:
     runner = load_script("execute")
 
-    def run(name: str, timeout: int = 300) -> tuple[Any, dict[str, Any]]:
+    def run(name: str, lang: str = "en", timeout: int = 300) -> tuple[Any, dict[str, Any]]:
+        start = time.monotonic()
         nb, outcome, _ = runner.execute(
-            NOTEBOOKS / f"{name}.ipynb", out_dir=ARTIFACTS, timeout=timeout
+            notebook_path(name, lang), out_dir=ARTIFACTS / lang, timeout=timeout
         )
+        print(f"{lang}/{name}: {time.monotonic() - start:.1f} s")  # shown with -s / -rP
         return nb, outcome
 
     return run

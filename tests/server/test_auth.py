@@ -12,6 +12,8 @@ from jupyter_ddl.server.handlers import DDLHandler, routes
 pytestmark = pytest.mark.timeout(60)
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+#: routes that answer a stream kept open until the client leaves
+STREAMS = {"jupyter-ddl/events"}
 
 
 def _endpoints():
@@ -30,6 +32,8 @@ def test_every_route_is_enumerated():
     found = {(p.replace("jupyter-ddl/", ""), m) for p, m in _endpoints()}
     assert found == {
         ("backends", "GET"),
+        ("strategies", "GET"),
+        ("events", "GET"),
         ("jobs", "GET"),
         ("jobs/some-job", "GET"),
         ("jobs/some-job", "DELETE"),
@@ -64,6 +68,18 @@ async def test_unauthenticated_is_refused(jp_fetch, path, method, fake_manager):
         await jp_fetch(path, method=method, body=body, headers={"Authorization": ""})
     assert info.value.code == 403
     # the same request with the token is not refused (404: "some-job" does not exist)
+    if path in STREAMS:  # never ends by itself: read its status line, then hang up
+        status: list[str] = []
+        with pytest.raises(HTTPClientError) as gave_up:
+            await jp_fetch(
+                path,
+                method=method,
+                header_callback=status.append,
+                streaming_callback=lambda _: None,
+                request_timeout=1.0,
+            )
+        assert gave_up.value.code == 599 and " 200 " in status[0]
+        return
     try:
         r = await jp_fetch(path, method=method, body=body)
         assert r.code in (200, 204)

@@ -75,9 +75,10 @@ def _files() -> dict[tuple[str, str], Path]:
 
 
 @functools.cache
-def _crd(api_version: str, kind: str) -> dict[str, Any] | None:
-    """{"schema": openAPIV3Schema, "scope", "plural", "group", "version", "file"} or None."""
-    path = _files().get((api_version, kind))
+def _crd(api_version: str, kind: str, path: Path | None = None) -> dict[str, Any] | None:
+    """{"schema": openAPIV3Schema, "scope", "plural", "group", "version", "file"} or None;
+    from ``path`` when given (e.g. one Trainer release's copy), else the folder's file."""
+    path = path or _files().get((api_version, kind))
     if path is None:
         return None
     spec = yaml.load(path.read_text(), Loader=_Loader)["spec"]
@@ -136,26 +137,36 @@ def strict_schema(node: dict[str, Any], *, root: bool = True) -> dict[str, Any]:
     return out
 
 
+def crd_schema(api_version: str, kind: str, path: Path | None = None) -> dict[str, Any] | None:
+    """The openAPIV3Schema of a served CRD version (from ``path`` when given), or None."""
+    info = _crd(api_version, kind, path)
+    return None if info is None else info["schema"]
+
+
 @functools.cache
-def _validator(api_version: str, kind: str) -> jsonschema.protocols.Validator:
-    info = _crd(api_version, kind)
+def _validator(
+    api_version: str, kind: str, path: Path | None = None
+) -> jsonschema.protocols.Validator:
+    info = _crd(api_version, kind, path)
     assert info is not None
     schema = strict_schema(info["schema"])
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)
     return cls(schema)
 
 
-def validate_object(obj: dict[str, Any]) -> list[str]:
-    """Every problem of ``obj`` against its CRD, each ``<path>: <message>``; [] if valid."""
+def validate_object(obj: dict[str, Any], crd_file: Path | None = None) -> list[str]:
+    """Every problem of ``obj`` against its CRD, each ``<path>: <message>``; [] if valid.
+    ``crd_file`` picks one release's copy of the CRD instead of the folder's."""
     api_version, kind = obj.get("apiVersion", ""), obj.get("kind", "")
-    info = _crd(api_version, kind)
+    info = _crd(api_version, kind, crd_file)
     if info is None:
         known = ", ".join(f"{a} {k}" for a, k in known_kinds())
         return [f"<root>: no CRD serves apiVersion {api_version!r} kind {kind!r}; known: {known}"]
     errors = [
         f"{_path(e.absolute_path)}: {e.message}"
         for e in sorted(
-            _validator(api_version, kind).iter_errors(obj), key=lambda e: list(map(str, e.path))
+            _validator(api_version, kind, crd_file).iter_errors(obj),
+            key=lambda e: list(map(str, e.path)),
         )
     ]
     errors += _extensions(info["schema"], obj, "")

@@ -30,7 +30,7 @@ from ...models import (
 )
 from ..base import Backend
 from . import status as S
-from .connection import SA_DIR, Connection, connect
+from .connection import SA_DIR, Connection, connect, require_client
 from .errors import from_api_exception
 from .logs import read_container
 from .preflight import split_api_version
@@ -45,6 +45,7 @@ class KubernetesBackend(Backend):
     def __init__(self, config: Config | None = None, *, kubeconfig: str | None = None,
                  sa_dir: Path = SA_DIR, environ: Mapping[str, str] | None = None,
                  usage_every: float = 5.0) -> None:  # fmt: skip
+        require_client()  # BackendUnavailable now, not ImportError in the first call
         super().__init__(config)
         self._kubeconfig, self._sa_dir, self._environ = kubeconfig, sa_dir, environ
         self._conn: Connection | None = None

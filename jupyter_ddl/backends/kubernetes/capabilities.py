@@ -1,14 +1,17 @@
 """What the cluster offers: the job kinds it serves (so the strategies it can run),
-its allocatable GPUs, whether metrics.k8s.io answers. Unreachable: nothing offered."""
+its allocatable GPUs, whether metrics.k8s.io answers. A cluster that does not answer
+or refuses our credentials raises BackendUnavailable (the backend list shows it as
+unavailable, with the reason); any other failure offers nothing."""
 
 from __future__ import annotations
 
 from ...config import Config
-from ...errors import DDLError
+from ...errors import ClusterUnauthorized, ClusterUnreachable, DDLError
 from ...manifests import RESOURCES
 from ...models import Capabilities
 from ...strategies import CATALOG
 from .connection import Connection
+from .errors import from_api_exception
 from .preflight import _gpus, serving_versions, split_api_version
 
 
@@ -29,7 +32,13 @@ def capabilities(conn: Connection, cfg: Config) -> Capabilities:
 
     try:
         kinds, gvs = served_kinds(conn)
-    except (ApiException, DDLError, OSError) as e:
+    except (ClusterUnreachable, ClusterUnauthorized):
+        raise
+    except ApiException as e:
+        if e.status == 401:
+            raise from_api_exception(e, action="reading the cluster's API groups") from None
+        return Capabilities(strategies=(), detail={"reachable": False, "error": str(e)[:200]})
+    except (DDLError, OSError) as e:
         return Capabilities(strategies=(), detail={"reachable": False, "error": str(e)[:200]})
     strategies = tuple(
         s.name

@@ -3,18 +3,26 @@ selectable); the namespace from our config, else the pod's service-account names
 (the Kubeflow profile), else the context's, else ``default``.
 
 Each backend gets its own ``ApiClient`` so the global ``kubernetes`` configuration of
-the user's kernel is never changed.
+the user's kernel is never changed. Every request it sends has a connect and a read
+timeout (``Timeouts``), and a cluster that does not answer raises one line
+(``ClusterUnreachable``) instead of urllib3's retry chain, so an unreachable cluster
+costs a sidebar poll or ``%ddl list`` a few seconds at most, and only once per 30 s
+(``manager.UNAVAILABLE_RETRY_S``).
 """
 
 from __future__ import annotations
 
 import os
+import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from ...config import Config
-from ...errors import BackendUnavailable
+from ...errors import BackendUnavailable, ClusterUnauthorized
+from .errors import transport_reason, unreachable
 
 SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
@@ -45,6 +53,123 @@ class Connection:
             pass
 
 
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds: to open a connection; to wait for the answer of a read (discovery,
+    get, list: what every poll waits on) and of a write (create, patch, delete).
+    Configured by ``kube_connect_timeout``, ``kube_read_timeout``, ``kube_write_timeout``."""
+
+    connect: float
+    read: float
+    write: float
+
+    @classmethod
+    def of(cls, cfg: Config) -> Timeouts:
+        return cls(cfg.kube_connect_timeout, cfg.kube_read_timeout, cfg.kube_write_timeout)
+
+    def for_request(self, method: str, url: str) -> tuple[float, float | None]:
+        """(connect, read) for one request. A watch gets its server-side timeout plus
+        the read timeout; a followed log none (a training may print nothing for an
+        hour; TCP keepalive finds a dead peer instead)."""
+        query = parse_qs(urlsplit(url).query)
+        if query.get("watch", [""])[0] == "true":
+            server_side = float(query.get("timeoutSeconds", ["0"])[0] or 0)
+            return (self.connect, server_side + self.read if server_side else None)
+        if query.get("follow", [""])[0] == "true":
+            return (self.connect, None)
+        return (self.connect, self.read if method.upper() in ("GET", "HEAD") else self.write)
+
+
+def is_stream(url: str) -> bool:
+    query = parse_qs(urlsplit(url).query)
+    return "true" in (query.get("watch", [""])[0], query.get("follow", [""])[0])
+
+
+def guard_requests(rest: Any, host: str, timeouts: Timeouts) -> None:
+    """Give every request of this REST client our timeouts, and turn a transport
+    failure of a plain request into ClusterUnreachable. Streams (watch, follow) keep
+    urllib3's errors: their readers reconnect on them. Set on our own client instance,
+    so nothing global changes."""
+    import urllib3
+
+    send: Callable[..., Any] = rest.request
+
+    def request(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("_request_timeout") is None:
+            kwargs["_request_timeout"] = timeouts.for_request(method, url)
+        if is_stream(url):
+            return send(method, url, *args, **kwargs)
+        try:
+            return send(method, url, *args, **kwargs)
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            limit = kwargs["_request_timeout"]
+            connect, read = limit if isinstance(limit, tuple) else (timeouts.connect, limit)
+            raise unreachable(host, transport_reason(e, connect_s=connect, read_s=read)) from None
+
+    rest.request = request
+
+
+def probe(rest: Any, host: str) -> None:
+    """One cheap round trip (``GET /version``, through the guarded REST client):
+    raises ClusterUnreachable when nothing answers. Done before the first real call
+    because the client's API classes take 1-2 s to import, which a cluster that is not
+    there should not cost. Any HTTP answer, even 401 or 403, means it is reachable."""
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        resp = rest.request("GET", host.rstrip("/") + "/version", headers={"Accept": "*/*"})
+    except ApiException:
+        return  # older clients raise on any non-2xx answer: it answered
+    read = getattr(resp, "read", None)
+    if callable(read):
+        read()  # hands the connection back to the pool
+
+
+def keepalive_options() -> list[tuple[int, int, int]]:
+    """urllib3's socket options plus TCP keepalive (a dead peer is noticed in ~1 min)."""
+    from urllib3.connection import HTTPConnection
+
+    opts = list(HTTPConnection.default_socket_options) + [
+        (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    ]
+    for name, value in (("TCP_KEEPIDLE", 30), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3)):
+        if hasattr(socket, name):  # Linux; macOS has only some of them
+            opts.append((socket.IPPROTO_TCP, getattr(socket, name), value))
+    return opts
+
+
+def require_client() -> None:
+    """Raise BackendUnavailable (one line) when the ``kubernetes`` client cannot be
+    imported: a broken or trimmed environment must not break the local backend."""
+    try:
+        import kubernetes.client  # noqa: F401
+        import kubernetes.config  # noqa: F401
+    except ImportError as e:
+        raise BackendUnavailable(
+            f"kubernetes: the Python client cannot be imported ({e})",
+            hint="pip install 'kubernetes>=36' in the kernel's environment",
+        ) from None
+
+
+def _guard_refresh(conf: Any) -> None:
+    """An exec/OIDC credential refreshed before a request may fail (expired login):
+    one line, not the plugin's traceback."""
+    hook = getattr(conf, "refresh_api_key_hook", None)
+    if hook is None:
+        return
+
+    def refresh(c: Any) -> None:
+        try:
+            hook(c)
+        except Exception as e:  # noqa: BLE001 - any plugin failure means "log in again"
+            raise ClusterUnauthorized(
+                f"kubernetes: refreshing the credentials failed ({_first_line(e)})",
+                hint="log in to the cluster again",
+            ) from None
+
+    conf.refresh_api_key_hook = refresh
+
+
 def service_account_namespace(sa_dir: Path = SA_DIR) -> str | None:
     try:
         ns = (sa_dir / "namespace").read_text().strip()
@@ -59,13 +184,11 @@ def _in_cluster() -> bool:
 
 def connect(cfg: Config, *, kubeconfig: str | None = None, sa_dir: Path = SA_DIR) -> Connection:
     """Open a connection; raises BackendUnavailable with what to do when none is possible."""
-    try:
-        from kubernetes import client, config
-        from kubernetes.config.config_exception import ConfigException
-    except ImportError as e:
-        raise BackendUnavailable(
-            "the kubernetes client is not installed", hint="pip install 'jupyter-ddl[kubernetes]'"
-        ) from e
+    require_client()
+    from kubernetes import client, config
+    from kubernetes.config.config_exception import ConfigException
+    from urllib3.util.retry import Retry
+
     conf = client.Configuration()
     context_ns: str | None = None
     in_cluster = _in_cluster() and not cfg.kube_context and not kubeconfig
@@ -74,6 +197,12 @@ def connect(cfg: Config, *, kubeconfig: str | None = None, sa_dir: Path = SA_DIR
             config.load_incluster_config(client_configuration=conf)
         else:
             path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
+            where = os.path.expanduser(path or config.kube_config.KUBE_CONFIG_DEFAULT_LOCATION)
+            if not os.path.exists(where):
+                raise BackendUnavailable(
+                    f"kubernetes: not configured (no kubeconfig at {where}, not in a cluster pod)",
+                    hint="set KUBECONFIG, or keep to the local backend",
+                )
             contexts, active = config.list_kube_config_contexts(config_file=path)
             chosen = (
                 next((c for c in contexts if c["name"] == cfg.kube_context), None)
@@ -92,10 +221,25 @@ def connect(cfg: Config, *, kubeconfig: str | None = None, sa_dir: Path = SA_DIR
             )
     except (ConfigException, OSError, TypeError) as e:
         raise BackendUnavailable(
-            f"no Kubernetes cluster configured ({e})",
+            f"kubernetes: no cluster configured ({_first_line(e)})",
             hint="run inside a cluster pod, set KUBECONFIG, or use the local backend",
-        ) from e
+        ) from None
+    # Fail fast: no retry of a refused, timed-out or TLS-failed connection (the manager
+    # skips an unreachable cluster for a while instead); urllib3 still replaces a pooled
+    # connection the server dropped before reusing it.
+    conf.retries = Retry(total=0, redirect=0)
+    if hasattr(conf, "socket_options"):
+        conf.socket_options = keepalive_options()
+    _guard_refresh(conf)
+    api = client.ApiClient(conf)
+    guard_requests(api.rest_client, conf.host, Timeouts.of(cfg))
+    probe(api.rest_client, conf.host)
     namespace = cfg.namespace or service_account_namespace(sa_dir) or context_ns or "default"
     # A Kubeflow notebook server sets NB_PREFIX; its pod name is the hostname.
     pod = os.environ.get("HOSTNAME") if os.environ.get("NB_PREFIX") else None
-    return Connection(client.ApiClient(conf), namespace, cfg.kube_context, in_cluster, pod)
+    return Connection(api, namespace, cfg.kube_context, in_cluster, pod)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__

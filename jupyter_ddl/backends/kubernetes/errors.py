@@ -2,7 +2,10 @@
 
 The API server's Status body carries what the user needs: the verb and resource a
 403 refused, the field causes of a 422. A 404 on a job kind's URL means its CRD is not
-served, so the message names the operator to install. Pure: takes status code and body.
+served, so the message names the operator to install. A 401 means the credentials
+expired. Transport failures (urllib3: refused, timeout, TLS, proxy) become one line
+naming the server and the cause instead of urllib3's retry chain. Pure: takes status
+code and body, or the exception object.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from typing import Any
 from ...errors import (
     BackendUnavailable,
     ClusterError,
+    ClusterUnauthorized,
+    ClusterUnreachable,
     DDLError,
     JobConflict,
     JobNotFound,
@@ -78,6 +83,11 @@ def map_api_error(
         status.get("message")
         or (body.decode() if isinstance(body, bytes) else str(body or "")).strip()
     )
+    if code == 401:
+        return ClusterUnauthorized(
+            f"kubernetes: {action}: the cluster refused the credentials (401 Unauthorized)",
+            hint="the token may have expired: log in to the cluster again",
+        )
     if code == 403:
         what = forbidden_message(status, verb, resource)
         where = f" in namespace {namespace}" if namespace else ""
@@ -120,6 +130,57 @@ def map_api_error(
             hint="check the cluster connection and retry",
         )
     return ClusterError(f"{action}: the Kubernetes API answered {code}: {message}")
+
+
+def _reason_chain(exc: BaseException) -> list[BaseException]:
+    """``exc``, then what it wraps: urllib3's ``reason``, ``__cause__``, ``__context__``."""
+    chain: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and cur not in chain and len(chain) < 8:
+        chain.append(cur)
+        reason = getattr(cur, "reason", None)
+        cur = reason if isinstance(reason, BaseException) else (cur.__cause__ or cur.__context__)
+    return chain
+
+
+def _first_line(text: str, limit: int = 160) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def transport_reason(exc: BaseException, *, connect_s: float, read_s: float | None) -> str:
+    """Why a request never got an answer, in a few words: ``connection refused``,
+    ``no connection within 3 s``, ``TLS failed: certificate verify failed…``."""
+    names = [type(e).__name__ for e in _reason_chain(exc)]
+    texts = " | ".join(str(e) for e in _reason_chain(exc))
+    if "ConnectTimeoutError" in names or "ConnectTimeout" in names:
+        return f"no connection within {connect_s:g} s"
+    if "ReadTimeoutError" in names or "TimeoutError" in names or "timeout" in names:
+        after = f"{read_s:g} s" if read_s else "the read timeout"
+        return f"no answer within {after}"
+    if "ProxyError" in names:
+        return f"the proxy failed ({_first_line(str(_reason_chain(exc)[-1]))})"
+    if "SSLError" in names or "SSLCertVerificationError" in names:
+        chain = _reason_chain(exc)
+        verify = next((e for e in chain if type(e).__name__ == "SSLCertVerificationError"), None)
+        why = getattr(verify, "verify_message", None)
+        if why:
+            return f"TLS failed (certificate verify failed: {why})"
+        return f"TLS failed ({_first_line(str(chain[-1]))})"
+    if "ConnectionRefusedError" in names or "Connection refused" in texts:
+        return "connection refused"
+    if "NameResolutionError" in names or "gaierror" in names or "Name or service" in texts:
+        return "unknown host name"
+    if "ConnectionResetError" in names or "RemoteDisconnected" in names:
+        return "the connection was closed by the other side"
+    return _first_line(f"{type(_reason_chain(exc)[-1]).__name__}: {_reason_chain(exc)[-1]}")
+
+
+def unreachable(host: str, reason: str) -> ClusterUnreachable:
+    return ClusterUnreachable(
+        f"kubernetes: not reachable at {host}: {reason}",
+        hint="check the cluster address, VPN or proxy",
+    )
 
 
 def from_api_exception(exc: Any, **context: Any) -> DDLError:

@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ... import contract
 from ...config import Config
 from ...manifests import ANNOTATION_SPEC, CODE_DIR, RESOURCES, build_manifests, common
 from ...models import CodeBundle, JobSpec
@@ -75,10 +74,8 @@ def _notebook_pod(conn: Connection) -> tuple[dict[str, Any] | None, list[dict[st
 
 
 def _gpu_asks(spec: JobSpec) -> dict[str, tuple[int, int]]:
-    return {
-        role: (n, spec.resources_for(role).gpu)
-        for role, n in contract.effective_replicas(spec).items()
-    }
+    shape = spec.shape
+    return {role: (n, shape.resources[role].gpu) for role, n in shape.counts.items()}
 
 
 def submit(
@@ -92,7 +89,7 @@ def submit(
     from kubernetes.client import ApiException
 
     spec = dataclasses.replace(spec, namespace=spec.namespace or conn.namespace)
-    kind = contract.job_kind(spec)
+    kind = spec.shape.kind
     api_version, plural = RESOURCES[kind]
     group, version = preflight.split_api_version(api_version)
     co, core = conn.client("CustomObjectsApi"), conn.client("CoreV1Api")

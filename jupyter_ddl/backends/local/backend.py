@@ -17,7 +17,6 @@ from pathlib import Path
 
 import psutil
 
-from ... import contract
 from ...config import Config, data_dir
 from ...errors import JobConflict, JobNotFound, ValidationError
 from ...metrics import parse_metric_line
@@ -96,9 +95,7 @@ class LocalBackend(Backend):
             )
 
     def _check_resources(self, spec: JobSpec) -> None:
-        asked = [
-            (contract.rid(r, i), spec.resources_for(r).gpu) for r, i in contract.replica_ids(spec)
-        ]
+        asked = spec.shape.gpu_requests()
         if any(n for _, n in asked):
             gpus.assign_gpus(asked, gpus.detect_gpus())  # raises ResourceError
 
@@ -154,7 +151,7 @@ class LocalBackend(Backend):
         spec, handle = jd.spec(), jd.handle()
         return JobStatus(
             name=spec.name, backend=self.name, strategy=spec.strategy, state=JobState.PENDING,
-            replicas=[ReplicaStatus(r, i) for r, i in contract.replica_ids(spec)],
+            replicas=[ReplicaStatus(r, i) for r, i in spec.shape.replica_ids],
             created=handle.created, notebook=handle.notebook, code_digest=handle.code_digest,
         )  # fmt: skip
 

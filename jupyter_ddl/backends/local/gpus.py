@@ -2,8 +2,9 @@
 
 The operators set no ``CUDA_VISIBLE_DEVICES``: on a cluster each pod sees only the
 GPUs it was given. Local replicas share one host, so the backend partitions the
-GPUs itself: replica k gets its own disjoint slice, and a replica asking for none
-sees none (as a pod without a GPU limit would).
+GPUs itself: replica k gets its own disjoint slice of the size it asked for (GPUs are
+per replica: 2 replicas x 1 GPU need 2), and a replica asking for none sees none (as a
+pod without a GPU limit would).
 """
 
 from __future__ import annotations
@@ -47,10 +48,15 @@ def assign_gpus(requests: Sequence[tuple[str, int]], available: Sequence[str]) -
     """
     wanted = sum(n for _, n in requests)
     if wanted > len(available):
-        who = ", ".join(f"{rid}: {n}" for rid, n in requests if n)
+        asking = [(rid, n) for rid, n in requests if n]
+        if len({n for _, n in asking}) == 1:
+            who = f"{asking[0][1]} per replica x {len(asking)}: " + ", ".join(r for r, _ in asking)
+        else:
+            who = ", ".join(f"{rid}: {n}" for rid, n in asking)
+        have = f"{len(available)}" + (f" (GPU {', '.join(available)})" if available else "")
         raise ResourceError(
-            f"the job asks for {wanted} GPUs ({who}) but this machine has {len(available)}",
-            hint="lower the GPU counts, or submit to a cluster backend",
+            f"the job asks for {wanted} GPUs ({who}) but this machine has {have}",
+            hint="lower --replicas or --gpus, or submit to a cluster backend",
         )
     out: dict[str, str] = {}
     pos = 0

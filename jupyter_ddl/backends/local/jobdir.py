@@ -5,7 +5,7 @@ Layout under ``<data dir>/jobs/<name>/``::
 
     spec.json         the JobSpec (secret values are never in it: names only)
     handle.json       the JobHandle
-    bundle/           the CodeBundle's files (main.py, cell.py, ddl_runtime.py)
+    bundle/           the CodeBundle's files (main.py, cell.py, ddl_runtime.py, ddl_spawn.py)
     requirements.txt  the bundle's requirements, when there are any
     local.json        {"cwd": ..., "python": ...}: where replicas start and with what
     status.json       the JobStatus, rewritten atomically by the supervisor

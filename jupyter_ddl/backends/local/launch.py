@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from ... import contract
 from ...models import JobSpec
-from ...strategies import get_strategy
 
 STRATEGY_ENV = "JUPYTER_DDL_STRATEGY"  # read by runtime/ddl_runtime.py
 DIST_BACKEND_ENV = "JUPYTER_DDL_DIST_BACKEND"
@@ -55,7 +54,7 @@ def mpirun_argv(
     spec: JobSpec, python: str, entry: str, hostfile: str, *, as_root: bool, env: Mapping[str, str]
 ) -> list[str]:
     """mpirun over the local hostfile, output tagged per rank so logs split by worker."""
-    ranks = contract.effective_replicas(spec).get("Worker", 1) * contract.mpi_slots(spec)
+    ranks = spec.shape.world_size
     argv = ["mpirun", "--hostfile", hostfile, "-n", str(ranks), "--oversubscribe"]
     argv += ["--tag-output", "--bind-to", "none"]
     if as_root:
@@ -71,15 +70,8 @@ def replica_argv(spec: JobSpec, role: str, python: str, entry: str) -> list[str]
     runs several processes (nprocPerNode > 1, elastic, or a TrainJob)."""
     if spec.command:
         return list(spec.command)
-    strategy = get_strategy(spec.strategy)
-    torchrun = strategy.framework == "pytorch" and (
-        contract.nproc_per_node(spec) > 1
-        or strategy.launcher == "torchrun"
-        or contract.job_kind(spec) == "TrainJob"
-    )
-    if (
-        torchrun
-    ):  # torchrun reads the PET_* variables the operator injects (operator-contract.md §2.2, §4.3)
+    if spec.shape.torchrun:
+        # torchrun reads the PET_* variables the operator injects (operator-contract.md §2.2, §4.3)
         return [python, "-m", "torch.distributed.run", entry]
     return [python, "-u", entry]
 
@@ -97,11 +89,16 @@ def plan(
     mpi_port: int = 0,
     as_root: bool = False,
 ) -> list[Launch]:
-    """Every replica's command and environment, in ``contract.replica_ids`` order."""
-    kind = contract.job_kind(spec)
+    """Every replica's command and environment, in ``spec.shape.replicas`` order.
+
+    When a launcher runs mpirun (MPIJob, or a TrainJob with an MPI runtime) its hosts
+    have no process of their own: their ranks are the launcher's.
+    """
+    shape = spec.shape
+    hosts = shape.mpi_hosts
     base = inherited_env(environ)
     out = []
-    for role, index in contract.replica_ids(spec):
+    for role, index in shape.replica_ids:
         rid = contract.rid(role, index)
         env = {**base, **spec.env, **contract.replica_env(spec, role, index, endpoints)}
         env.update(
@@ -111,8 +108,7 @@ def plan(
             JUPYTER_DDL_REPLICA=rid,
         )
         env[STRATEGY_ENV] = spec.strategy
-        elastic = kind == "PyTorchJob" and get_strategy(spec.strategy).elastic
-        if elastic and "PET_RDZV_CONF" not in spec.env:
+        if shape.elastic_bounds is not None and "PET_RDZV_CONF" not in spec.env:
             # Every agent's rendezvous endpoint is 127.0.0.1, so each would think it is
             # the host and try to bind the store's port: name the one host (worker-0).
             env["PET_RDZV_CONF"] = f"is_host={'true' if rid == 'worker-0' else 'false'}"
@@ -123,13 +119,13 @@ def plan(
                 ":" + base["PYTHONPATH"] if base.get("PYTHONPATH") else ""
             )
         argv: list[str] | None
-        if kind == "MPIJob" and role == "Worker":
+        if hosts is not None and role == hosts:
             argv = None  # its ranks run under the launcher's mpirun
-        elif kind == "MPIJob":
+        elif hosts is not None:
             env["OMPI_MCA_orte_default_hostfile"] = hostfile
             env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(mpi_port))
             env["CUDA_VISIBLE_DEVICES"] = ",".join(
-                g for r, g in gpus.items() if r.startswith("worker-") and g
+                g for r, g in gpus.items() if r.startswith(hosts.lower() + "-") and g
             )
             argv = (
                 list(spec.command)

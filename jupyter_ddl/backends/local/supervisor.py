@@ -40,7 +40,8 @@ class Supervisor:
     def __init__(self, jobdir: JobDir) -> None:
         self.jd = jobdir
         self.spec = jobdir.spec()
-        self.kind = contract.job_kind(self.spec)
+        self.shape = self.spec.shape
+        self.kind = self.shape.kind
         self.local = jobdir.local()
         self.data_dir = jobdir.root.parent.parent
         handle = jobdir.handle()
@@ -49,7 +50,7 @@ class Supervisor:
             backend="local",
             strategy=self.spec.strategy,
             state=JobState.PENDING,
-            replicas=[ReplicaStatus(r, i) for r, i in contract.replica_ids(self.spec)],
+            replicas=[ReplicaStatus(r, i) for r, i in self.shape.replica_ids],
             created=handle.created,
             notebook=handle.notebook,
             code_digest=handle.code_digest,
@@ -101,12 +102,12 @@ class Supervisor:
             self.write_status(force=True)
             pythonpath = str(requirements.install(self.data_dir, reqs, python, self.jd.setup_log))
             self.status.message = None
-        ids = contract.replica_ids(self.spec)
-        reserved = ports.reserve(self.data_dir, self.spec.name, len(ids) + 1)
-        endpoints = contract.local_endpoints(self.spec, reserved[: len(ids)])
-        asked = [(contract.rid(r, i), self.spec.resources_for(r).gpu) for r, i in ids]
-        assigned = gpus.assign_gpus(asked, gpus.detect_gpus())
-        if self.kind == "MPIJob":
+        n = self.shape.total
+        reserved = ports.reserve(self.data_dir, self.spec.name, n + 1)
+        endpoints = contract.local_endpoints(self.spec, reserved[:n])
+        assigned = gpus.assign_gpus(self.shape.gpu_requests(), gpus.detect_gpus())
+        hosts = self.shape.mpi_hosts
+        if hosts is not None:
             self.jd.hostfile.write_text(contract.mpi_hostfile(self.spec, endpoints, local=True))
         launches = launch.plan(
             self.spec,
@@ -126,9 +127,9 @@ class Supervisor:
                 Replica(item, self.jd.log_path(item.rid), rpolicy, self.on_line, self.pump)
             )
         launcher = next((r for r in self.replicas if r.launch.role == "Launcher"), None)
-        if launcher is not None and self.kind == "MPIJob":
-            workers = [r for r in self.replicas if r.launch.role == "Worker"]
-            slots = contract.mpi_slots(self.spec)
+        if launcher is not None and hosts is not None:
+            workers = [r for r in self.replicas if r.launch.role == hosts]
+            slots = self.shape.mpi_slots
             launcher.mpi_ranks = {
                 rank: workers[rank // slots] for rank in range(len(workers) * slots)
             }

@@ -1,6 +1,15 @@
 """A Kubernetes API double for tests: a real HTTP server on 127.0.0.1 that the
-official ``kubernetes`` client talks to, plus a test-side operator and kubelet that
-run every pod as a local process. ``ApiDouble`` wires the parts together."""
+official ``kubernetes`` client talks to, plus test-side operators and a kubelet that
+run every pod as a local process. ``ApiDouble`` wires the parts together.
+
+It must be able to disagree with the product: nothing here imports ``jupyter_ddl``
+(``tests/k8s/test_double_independent.py`` checks), the operators compute every
+replica's environment from the job object with their own rules (``envs``), and the
+cluster behaves as real ones do where the product could go wrong: unknown fields
+pruned (``fields``), webhook and quota refusals (``policy``), read-only ConfigMap
+volumes (``container``), sidecars and sorted container statuses (``podstatus``),
+Trainer releases and runtimes (``trainer``), foreground deletion (``gc``).
+"""
 
 from __future__ import annotations
 
@@ -14,24 +23,29 @@ import yaml
 
 from .kubelet import Kubelet, Scenario
 from .operator import Operator
-from .resources import DEFAULT_CRDS, Catalog
+from .policy import Policy
+from .resources import DEFAULT_CRDS, Catalog, release_runtimes
 from .server import Handler, State
 from .store import Store
+
+RUNTIMES = "trainer.kubeflow.org/v1alpha1/clustertrainingruntimes"
 
 NAMESPACE = "team-a"
 
 
 class ApiDouble:
-    def __init__(
-        self, crds: tuple[str, ...] = DEFAULT_CRDS, metrics: bool = True, history: int = 2000
-    ) -> None:
+    def __init__(self, crds: tuple[str, ...] = DEFAULT_CRDS, metrics: bool = True,
+                 history: int = 2000, trainer: str = "v2.3.0", operators: bool = True) -> None:  # fmt: skip
         self.store = Store(history)
-        self.catalog = Catalog(crds, metrics)
-        self.state = State(self.store, self.catalog)
+        self.catalog = Catalog(crds, metrics, trainer)
+        self.policy = Policy()
+        self.state = State(self.store, self.catalog, self.policy)
         self.scenario = Scenario()
         self._tmp = tempfile.TemporaryDirectory(prefix="apidouble-")
         self.kubelet = Kubelet(self.store, self.scenario, Path(self._tmp.name))
-        self.operator = Operator(self.store, self.catalog)
+        self.operator = Operator(self.store, self.catalog, self.policy)
+        self.operator.enabled = operators
+        self.use_trainer(trainer)
         self.state.pod_metrics = self._usage
         handler = type("BoundHandler", (Handler,), {"state": self.state})
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -68,6 +82,28 @@ class ApiDouble:
         self.stop()
 
     # -- helpers for tests ------------------------------------------------------------
+    def use_trainer(self, release: str) -> None:
+        """Serve Trainer ``release``'s CRDs and install the runtimes it ships."""
+        self.catalog.trainer = release
+        for old in self.store.list(RUNTIMES, None)[0]:
+            self.store.delete(RUNTIMES, "", old["metadata"]["name"])
+        for runtime in release_runtimes(release):
+            self.store.create(RUNTIMES, runtime)
+
+    def quota(self, name: str, hard: dict[str, str], namespace: str = NAMESPACE) -> None:
+        """A ResourceQuota, e.g. ``{"pods": "1"}`` or ``{"count/configmaps": "0"}``."""
+        self.store.create("core/v1/resourcequotas", {"apiVersion": "v1", "kind": "ResourceQuota",
+            "metadata": {"name": name, "namespace": namespace}, "spec": {"hard": hard}})  # fmt: skip
+
+    def kubeflow_edit(self) -> None:
+        """RBAC like Kubeflow's ``kubeflow-edit`` ClusterRole: jobs, pods, logs, ConfigMaps
+        and Secrets, but no rule for ``podgroups`` (neither Volcano's nor coscheduling's)."""
+        self.state.denied |= {("*", "podgroups")}
+
+    def label_namespace(self, labels: dict[str, str], namespace: str = NAMESPACE) -> None:
+        self.store.mutate("core/v1/namespaces", "", namespace,
+                          lambda o: o["metadata"].setdefault("labels", {}).update(labels))  # fmt: skip
+
     def kubeconfig(
         self, path: Path, namespace: str = NAMESPACE, contexts: dict[str, str] | None = None
     ) -> Path:

@@ -1,20 +1,24 @@
-"""A test-side kubelet: runs each scheduled pod's container as a LOCAL PROCESS.
+"""A test-side scheduler and kubelet: places each pod on a node and runs its main
+container as a LOCAL PROCESS (``container``), reporting status as the kubelet does
+(``podstatus``: statuses sorted by container name, a new container ID per restart,
+``lastState``; in-place restarts under OnFailure/Always).
 
-ConfigMap/Secret volumes become directories, mount paths in the command, args and env
-are rewritten to them, env (value, secretKeyRef, configMapKeyRef, fieldRef, envFrom) is
-resolved like the real kubelet, stdout+stderr land in the store as the pod log, and the
-container is restarted in place (new container ID, ``lastState``) under OnFailure/Always.
-Scheduling is faked by ``Scenario`` knobs: Unschedulable, image pull failures.
+Also what a cluster does before a container starts: ``Scenario`` knobs (Unschedulable,
+image pulls, OOM kills), Volcano gang scheduling (a pod naming ``schedulerName:
+volcano`` waits while its PodGroup is absent or Pending), the attach/detach controller's
+Multi-Attach refusal for a ReadWriteOnce PVC used from two nodes, and sidecars that a
+mutating webhook added (recorded in ``sidecar.istio.io/status``): those are simulated,
+running from the pod's start until its main container ends.
 """
 
 from __future__ import annotations
 
-import base64
+import itertools
+import json
 import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -23,9 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import container as C
+from . import podstatus as P
+from .gc import sweep
+from .policy import SIDECAR_STATUS
 from .store import Store, now_iso
 
 PODS = "core/v1/pods"
+VOLCANO_PODGROUPS = "scheduling.volcano.sh/v1beta1/podgroups"
+VOLCANO_GROUP = "scheduling.k8s.io/group-name"
 
 
 @dataclass
@@ -36,6 +46,10 @@ class Scenario:
     image_pull: set[str] = field(default_factory=set)  # pod parts whose image never pulls
     oom: set[str] = field(default_factory=set)  # exit 137 reported as OOMKilled
     restart_backoff: float = 0.3
+    #: nodes pods are spread over, round robin (one node: nothing is ever multi-attached)
+    nodes: list[str] = field(default_factory=lambda: ["node-0"])
+    #: Volcano PodGroups (by name) the scheduler cannot admit: they stay Pending
+    gang_pending: set[str] = field(default_factory=set)
 
     def match(self, pod: str, keys: Any) -> Any:
         return next((k for k in keys if k in pod), None)
@@ -45,7 +59,9 @@ class Kubelet:
     def __init__(self, store: Store, scenario: Scenario, workdir: Path) -> None:
         self.store, self.scenario, self.workdir = store, scenario, workdir
         self.procs: dict[tuple[str, str], subprocess.Popen[bytes]] = {}
-        self.started: set[tuple[str, str]] = set()
+        self.started: set[str] = set()  # pod uids: a pod made again under its name is new
+        self._told: set[tuple[str, str, str]] = set()  # (ns, object, reason) evented once
+        self._rr = itertools.count()
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="kubelet", daemon=True)
 
@@ -64,53 +80,144 @@ class Kubelet:
             pods, _ = self.store.list(PODS, None)
             live = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in pods}
             for key in list(self.procs):
-                if key not in live:  # pod deleted: kill its process
+                if key not in live:  # pod removed outright: kill its process
                     self._kill(key)
             for p in pods:
                 key = (p["metadata"]["namespace"], p["metadata"]["name"])
-                if (
-                    key not in self.started
+                if p["metadata"].get("deletionTimestamp"):
+                    self._reap(key)
+                elif (
+                    p["metadata"]["uid"] not in self.started
                     and (p.get("status") or {}).get("phase", "Pending") == "Pending"
                 ):
                     self._admit(p)
+            self._volcano()
+            sweep(self.store)
             self.store.wait(0.2)
+
+    def _reap(self, key: tuple[str, str]) -> None:
+        """A deleted pod: stop its containers (SIGTERM, then SIGKILL), then let it go."""
+        if key not in self.procs:
+            self.store.delete(PODS, *key)
+            return
+
+        def stop_then_remove() -> None:
+            self._kill(key)
+            self.store.delete(PODS, *key)
+
+        threading.Thread(target=stop_then_remove, daemon=True).start()
 
     def _admit(self, pod: dict[str, Any]) -> None:
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
-        c = pod["spec"]["containers"][0]["name"]
+        main = main_container(pod)
         unsched = self.scenario.match(name, self.scenario.unschedulable)
         if unsched:
             msg = self.scenario.unschedulable[unsched]
-            self._set_status(ns, name, _pending(c, "Unschedulable", msg, scheduled=False))
-            self._event(ns, name, "FailedScheduling", msg)
-            self.started.add((ns, name))
+            self._set_status(ns, name, P.unschedulable(msg))
+            self._event(ns, "Pod", name, "FailedScheduling", msg)
+            self.started.add(pod["metadata"]["uid"])
             return
+        if not self._gang_ready(ns, pod) or not self._place(ns, pod):
+            return  # tried again next round
         if self.scenario.match(name, self.scenario.image_pull):
-            image = pod["spec"]["containers"][0].get("image")
+            image = main.get("image")
             msg = f'Back-off pulling image "{image}"'
-            self._set_status(ns, name, _pending(c, "ImagePullBackOff", msg, scheduled=True))
-            self._event(ns, name, "Failed", f'Failed to pull image "{image}": not found')
-            self.started.add((ns, name))
+            self._set_status(
+                ns, name, P.pod("Pending", [P.waiting(main["name"], "ImagePullBackOff", msg)])
+            )
+            self._event(ns, "Pod", name, "Failed", f'Failed to pull image "{image}": not found')
+            self.started.add(pod["metadata"]["uid"])
             return
-        self.started.add((ns, name))
-        threading.Thread(target=self._run_pod, args=(pod,), daemon=True).start()
+        self.started.add(pod["metadata"]["uid"])
+        threading.Thread(target=self._run_pod, args=(self.store.get(PODS, ns, name) or pod,),
+                         daemon=True).start()  # fmt: skip
+
+    # -- scheduling ------------------------------------------------------------------
+    def _gang_ready(self, ns: str, pod: dict[str, Any]) -> bool:
+        """Volcano schedules a gang member only once its PodGroup left Pending."""
+        if (pod.get("spec") or {}).get("schedulerName") != "volcano":
+            return True
+        group = ((pod["metadata"].get("annotations") or {}).get(VOLCANO_GROUP)) or ""
+        pg = self.store.get(VOLCANO_PODGROUPS, ns, group) if group else None
+        phase = ((pg or {}).get("status") or {}).get("phase")
+        if pg is not None and phase not in (None, "Pending"):
+            return True
+        name = pod["metadata"]["name"]
+        msg = (f"pod group {group} is not ready" if pg is not None
+               else f"podgroup {ns}/{group or '<none>'} not found; the pod waits for it")  # fmt: skip
+        self._set_status(ns, name, P.unschedulable(msg))
+        self._event(ns, "Pod", name, "FailedScheduling", msg)
+        return False
+
+    def _volcano(self) -> None:
+        """The Volcano scheduler's enqueue: PodGroups go Pending -> Running unless held."""
+        groups, _ = self.store.list(VOLCANO_PODGROUPS, None)
+        for pg in groups:
+            md = pg["metadata"]
+            phase = (pg.get("status") or {}).get("phase")
+            if phase not in (None, "Pending"):
+                continue
+            if md["name"] in self.scenario.gang_pending:
+                members = (pg.get("spec") or {}).get("minMember", 1)
+                if phase is None:
+                    self.store.mutate(VOLCANO_PODGROUPS, md["namespace"], md["name"],
+                                      lambda o: o.setdefault("status", {}).update(phase="Pending"))  # fmt: skip
+                self._event(md["namespace"], "PodGroup", md["name"], "Unschedulable",
+                            f"{members}/{members} tasks in gang unschedulable: pod group is not ready, "
+                            f"{members} Pending, {members} minAvailable")  # fmt: skip
+                continue
+            self.store.mutate(VOLCANO_PODGROUPS, md["namespace"], md["name"],
+                              lambda o: o.setdefault("status", {}).update(phase="Running"))  # fmt: skip
+
+    def _place(self, ns: str, pod: dict[str, Any]) -> bool:
+        """Bind the pod to a node; refuse a ReadWriteOnce claim attached to another node."""
+        name = pod["metadata"]["name"]
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node:
+            node = self.scenario.nodes[next(self._rr) % len(self.scenario.nodes)]
+            self.store.mutate(PODS, ns, name, lambda o: o["spec"].update(nodeName=node))
+        for v in (pod.get("spec") or {}).get("volumes") or []:
+            claim = str((v.get("persistentVolumeClaim") or {}).get("claimName") or "")
+            pvc = self.store.get("core/v1/persistentvolumeclaims", ns, claim) if claim else None
+            if not pvc or (pvc.get("spec") or {}).get("accessModes") != ["ReadWriteOnce"]:
+                continue
+            users = [p["metadata"]["name"] for p in self.store.list(PODS, ns)[0]
+                     if p["metadata"]["name"] != name and _uses(p, claim)
+                     and (p.get("spec") or {}).get("nodeName") not in (None, node)
+                     and (p.get("status") or {}).get("phase") == "Running"]  # fmt: skip
+            if users:
+                volume = (pvc.get("spec") or {}).get(
+                    "volumeName"
+                ) or f"pvc-{pvc['metadata']['uid']}"
+                msg = (f'Multi-Attach error for volume "{volume}" Volume is already used by '
+                       f"pod(s) {', '.join(users)}")  # fmt: skip
+                self._set_status(ns, name, P.pod("Pending", [P.waiting(main_container(pod)["name"],
+                                                                      "ContainerCreating")]))  # fmt: skip
+                self._event(ns, "Pod", name, "FailedAttachVolume", msg)
+                return False
+        return True
 
     # -- one pod -----------------------------------------------------------------
     def _run_pod(self, pod: dict[str, Any]) -> None:
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
         spec = pod["spec"]
-        container = spec["containers"][0]
+        main = main_container(pod)
+        sidecars = {s: f"containerd://{uuid.uuid4().hex}" for s in sidecar_names(pod)}
+        for s, cid in sidecars.items():
+            self.store.log_append(cid, f"{s}: Envoy proxy is ready")
         policy = spec.get("restartPolicy", "Always")
         root = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=self.workdir))
-        mounts = self._volumes(ns, spec, container, root)
+        mounts, read_only = C.volumes(self.store, ns, spec, main, root)
         restarts, last = 0, None
         while not self._stop.is_set():
             cid = f"containerd://{uuid.uuid4().hex}"
-            proc = self._spawn(ns, pod, container, mounts, root)
+            proc = self._spawn(ns, pod, main, mounts, read_only, root)
             if proc is None:
                 return
             self.procs[(ns, name)] = proc
-            self._set_status(ns, name, _running(container["name"], cid, restarts, last))
+            side = [P.running(s, c) for s, c in sidecars.items()]
+            self._set_status(ns, name, P.pod("Running", [P.running(main["name"], cid, restarts, last), *side],
+                                             ready=True, started=True))  # fmt: skip
             reader = threading.Thread(target=self._pump, args=(proc, cid), daemon=True)
             reader.start()
             code = proc.wait()
@@ -118,47 +225,44 @@ class Kubelet:
             self.store.log_close(cid)
             if self.store.get(PODS, ns, name) is None or self.procs.get((ns, name)) is not proc:
                 return  # deleted while running
-            reason = "Completed" if code == 0 else "Error"
-            if code in (137, -9) and self.scenario.match(name, self.scenario.oom):
-                reason = "OOMKilled"
-            term = {"exitCode": code if code >= 0 else 128 - code, "reason": reason,
-                    "containerID": cid, "startedAt": now_iso(), "finishedAt": now_iso()}  # fmt: skip
-            if policy == "Always" or (policy == "OnFailure" and code != 0):
+            oom = code in (137, -9) and self.scenario.match(name, self.scenario.oom)
+            term = P.termination(code, cid, "OOMKilled" if oom else None)
+            if policy == "Always" or (policy == "OnFailure" and term["exitCode"] != 0):
                 restarts, last = restarts + 1, term
-                self._set_status(ns, name, _crashloop(container["name"], restarts, term))
+                self._set_status(
+                    ns, name, P.pod("Running", [P.crashloop(main["name"], restarts, term), *side])
+                )
                 time.sleep(self.scenario.restart_backoff)
                 continue
-            phase = "Succeeded" if code == 0 else "Failed"
-            self._set_status(ns, name, _terminated(container["name"], phase, restarts, term, last))
+            done = [P.terminated(s, 0, P.termination(0, c), None) for s, c in sidecars.items()]
+            for c in sidecars.values():
+                self.store.log_close(c)
+            phase = "Succeeded" if term["exitCode"] == 0 else "Failed"
+            self._set_status(
+                ns, name, P.pod(phase, [P.terminated(main["name"], restarts, term, last), *done])
+            )
             self.procs.pop((ns, name), None)
             shutil.rmtree(root, ignore_errors=True)
             return
 
-    def _spawn(
-        self, ns: str, pod: dict[str, Any], c: dict[str, Any], mounts: dict[str, str], root: Path
-    ) -> subprocess.Popen[bytes] | None:
-        argv = [_rewrite(a, mounts) for a in (c.get("command") or []) + (c.get("args") or [])]
-        if not argv:  # an image default entrypoint (e.g. MPI workers' sshd): idle
+    def _spawn(self, ns: str, pod: dict[str, Any], c: dict[str, Any], mounts: dict[str, str],
+               read_only: list[str], root: Path) -> subprocess.Popen[bytes] | None:  # fmt: skip
+        argv = [C.rewrite(a, mounts) for a in (c.get("command") or []) + (c.get("args") or [])]
+        if not argv or os.path.basename(argv[0]) == "sshd":
+            # an MPI host (the image's default sshd): mpirun starts every rank on this
+            # machine, so the host only has to stay up
             argv = ["sleep", "3600"]
-        if argv[0] in ("python", "python3"):  # the "image's" interpreter is this one
-            argv[0] = sys.executable
         env = {k: os.environ[k] for k in ("PATH", "HOME", "PYENV_ROOT", "LANG") if k in os.environ}
         env["HOSTNAME"] = pod["metadata"]["name"]
-        env.update({k: _rewrite(v, mounts) for k, v in self._env(ns, pod, c).items()})
-        cwd = _rewrite(c.get("workingDir") or str(root), mounts)
+        env.update(
+            {k: C.rewrite(v, mounts) for k, v in C.environment(self.store, ns, pod, c).items()}
+        )
+        cwd = C.rewrite(c.get("workingDir") or str(root), mounts)
         try:
-            return subprocess.Popen(
-                argv,
-                env=env,
-                cwd=cwd,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+            return C.spawn(argv, env, cwd, read_only)
         except OSError as e:
-            self._event(
-                ns, pod["metadata"]["name"], "Failed", f"Error: failed to start container: {e}"
-            )
+            self._event(ns, "Pod", pod["metadata"]["name"], "Failed",
+                        f"Error: failed to start container: {e}")  # fmt: skip
             return None
 
     def _pump(self, proc: subprocess.Popen[bytes], cid: str) -> None:
@@ -178,79 +282,14 @@ class Kubelet:
                 except ProcessLookupError:
                     pass
 
-    # -- env and volumes ----------------------------------------------------------------
-    def _data(self, ns: str, kind: str, name: str) -> dict[str, str]:
-        obj = self.store.get(f"core/v1/{kind}", ns, name) or {}
-        out = (
-            {k: base64.b64decode(v).decode() for k, v in (obj.get("data") or {}).items()}
-            if kind == "secrets"
-            else dict(obj.get("data") or {})
-        )
-        if kind == "configmaps":
-            out.update(
-                {
-                    k: base64.b64decode(v).decode(errors="replace")
-                    for k, v in (obj.get("binaryData") or {}).items()
-                }
-            )
-        return out
-
-    def _env(self, ns: str, pod: dict[str, Any], c: dict[str, Any]) -> dict[str, str]:
-        env: dict[str, str] = {}
-        for src in c.get("envFrom") or []:
-            if src.get("secretRef"):
-                env.update(self._data(ns, "secrets", src["secretRef"]["name"]))
-            if src.get("configMapRef"):
-                env.update(self._data(ns, "configmaps", src["configMapRef"]["name"]))
-        for e in c.get("env") or []:
-            vf = e.get("valueFrom") or {}
-            if "value" in e:
-                env[e["name"]] = str(e["value"])
-            elif vf.get("secretKeyRef"):
-                ref = vf["secretKeyRef"]
-                env[e["name"]] = self._data(ns, "secrets", ref["name"]).get(ref["key"], "")
-            elif vf.get("configMapKeyRef"):
-                ref = vf["configMapKeyRef"]
-                env[e["name"]] = self._data(ns, "configmaps", ref["name"]).get(ref["key"], "")
-            elif vf.get("fieldRef"):
-                from .store import field_lookup
-
-                path = vf["fieldRef"]["fieldPath"].replace("['", ".").replace("']", "")
-                env[e["name"]] = str(field_lookup(pod, path) or "")
-        return env
-
-    def _volumes(
-        self, ns: str, spec: dict[str, Any], c: dict[str, Any], root: Path
-    ) -> dict[str, str]:
-        mounts: dict[str, str] = {}
-        vols = {v["name"]: v for v in spec.get("volumes") or []}
-        for m in c.get("volumeMounts") or []:
-            v = vols.get(m["name"], {})
-            target = root / "volumes" / m["name"]
-            target.mkdir(parents=True, exist_ok=True)
-            for kind, ref in (("configmaps", v.get("configMap")), ("secrets", v.get("secret"))):
-                if not ref:
-                    continue
-                data = self._data(ns, kind, ref.get("name") or ref.get("secretName"))
-                items = ref.get("items") or [{"key": k, "path": k} for k in data]
-                for it in items:
-                    f = target / it["path"]
-                    f.parent.mkdir(parents=True, exist_ok=True)
-                    f.write_text(data.get(it["key"], ""))
-            mounts[m["mountPath"]] = str(target)
-        return mounts
-
     # -- status and events ------------------------------------------------------------
     def _set_status(self, ns: str, name: str, status: dict[str, Any]) -> None:
         def apply(obj: dict[str, Any]) -> None:
-            obj["status"] = {
-                **(obj.get("status") or {}),
-                **status,
-                "podIP": "127.0.0.1",
-                "hostIP": "127.0.0.1",
-            }
-            image = obj["spec"]["containers"][0].get("image", "")
+            obj["status"] = {**(obj.get("status") or {}), **status,
+                             "podIP": "127.0.0.1", "hostIP": "127.0.0.1"}  # fmt: skip
+            images = {c["name"]: c.get("image", "") for c in obj["spec"]["containers"]}
             for cs in obj["status"].get("containerStatuses") or []:  # required fields
+                image = images.get(cs["name"], "")
                 cs.setdefault("image", image)
                 cs.setdefault(
                     "imageID", f"{image}@sha256:{'0' * 64}" if cs.get("containerID") else ""
@@ -258,59 +297,36 @@ class Kubelet:
 
         self.store.mutate(PODS, ns, name, apply)
 
-    def _event(self, ns: str, pod: str, reason: str, message: str) -> None:
-        self.store.create("core/v1/events", {
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": f"{pod}.{uuid.uuid4().hex[:10]}", "namespace": ns},
-            "involvedObject": {"kind": "Pod", "name": pod, "namespace": ns},
-            "reason": reason, "message": message, "type": "Warning",
-            "firstTimestamp": now_iso(), "lastTimestamp": now_iso(), "count": 1,
-        })  # fmt: skip
+    def _event(self, ns: str, kind: str, name: str, reason: str, message: str) -> None:
+        if (ns, name, reason + message) in self._told:
+            return
+        self._told.add((ns, name, reason + message))
+        record_event(self.store, ns, kind, name, reason, message)
 
 
-def _rewrite(text: str, mounts: dict[str, str]) -> str:
-    for path in sorted(mounts, key=len, reverse=True):
-        text = text.replace(path, mounts[path])
-    return text
+def record_event(store: Store, ns: str, kind: str, name: str, reason: str, message: str,
+                 etype: str = "Warning") -> None:  # fmt: skip
+    store.create("core/v1/events", {
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": f"{name}.{uuid.uuid4().hex[:10]}", "namespace": ns},
+        "involvedObject": {"kind": kind, "name": name, "namespace": ns},
+        "reason": reason, "message": message, "type": etype,
+        "firstTimestamp": now_iso(), "lastTimestamp": now_iso(), "count": 1,
+    })  # fmt: skip
 
 
-def _cond(scheduled: bool, ready: bool) -> list[dict[str, Any]]:
-    out = [{"type": "PodScheduled", "status": "True" if scheduled else "False"}]
-    out.append({"type": "Ready", "status": "True" if ready else "False"})
-    return out
+def sidecar_names(pod: dict[str, Any]) -> list[str]:
+    raw = ((pod.get("metadata") or {}).get("annotations") or {}).get(SIDECAR_STATUS)
+    return list(json.loads(raw).get("containers") or []) if raw else []
 
 
-def _pending(c: str, reason: str, msg: str, scheduled: bool) -> dict[str, Any]:
-    conds = _cond(scheduled, False)
-    if not scheduled:
-        conds[0].update(reason="Unschedulable", message=msg)
-        return {"phase": "Pending", "conditions": conds}
-    state = {"waiting": {"reason": reason, "message": msg}}
-    return {"phase": "Pending", "conditions": conds,
-            "containerStatuses": [{"name": c, "state": state, "ready": False, "restartCount": 0}]}  # fmt: skip
+def main_container(pod: dict[str, Any]) -> dict[str, Any]:
+    """The container that runs: the first one no webhook injected."""
+    injected = set(sidecar_names(pod))
+    containers = pod["spec"]["containers"]
+    return next((c for c in containers if c["name"] not in injected), containers[0])
 
 
-def _running(c: str, cid: str, restarts: int, last: dict[str, Any] | None) -> dict[str, Any]:
-    cs = {"name": c, "containerID": cid, "ready": True, "restartCount": restarts, "started": True,
-          "state": {"running": {"startedAt": now_iso()}}, "lastState": {"terminated": last} if last else {}}  # fmt: skip
-    return {
-        "phase": "Running",
-        "conditions": _cond(True, True),
-        "containerStatuses": [cs],
-        "startTime": now_iso(),
-    }
-
-
-def _crashloop(c: str, restarts: int, term: dict[str, Any]) -> dict[str, Any]:
-    cs = {"name": c, "ready": False, "restartCount": restarts, "containerID": term["containerID"],
-          "state": {"waiting": {"reason": "CrashLoopBackOff", "message": f"back-off restarting failed container {c}"}},
-          "lastState": {"terminated": term}}  # fmt: skip
-    return {"phase": "Running", "conditions": _cond(True, False), "containerStatuses": [cs]}
-
-
-def _terminated(
-    c: str, phase: str, restarts: int, term: dict[str, Any], last: dict[str, Any] | None
-) -> dict[str, Any]:
-    cs = {"name": c, "ready": False, "restartCount": restarts, "containerID": term["containerID"],
-          "state": {"terminated": term}, "lastState": {"terminated": last} if last else {}}  # fmt: skip
-    return {"phase": phase, "conditions": _cond(True, False), "containerStatuses": [cs]}
+def _uses(pod: dict[str, Any], claim: str) -> bool:
+    return any((v.get("persistentVolumeClaim") or {}).get("claimName") == claim
+               for v in (pod.get("spec") or {}).get("volumes") or [])  # fmt: skip

@@ -1,39 +1,46 @@
-"""A test-side Kubeflow operator: turns each accepted TFJob / PyTorchJob / MPIJob /
-TrainJob into pods named and labelled like the real operators (operator-contract.md §1.3, §1.4,
-§3.2, §3.4, §4.2), with the replica environment from ``jupyter_ddl.contract`` (local
-addresses, since every "pod" is a process on 127.0.0.1), and keeps the job's status
-(conditions, replicaStatuses) as the operators do (§1.5, §3.4, §4.4).
+"""Test-side Kubeflow operators: training-operator v1.9 (TFJob, PyTorchJob) and
+mpi-operator v0.8 (MPIJob v2beta1) here, Trainer v2 in ``trainer``. They read only
+the job object (replica counts, ports, policies) and write pods named and labelled like
+the real ones (operator-contract.md §1.3, §1.4, §3.2, §3.4) with the environment of
+``envs`` (written from the operators' source, never from the product).
+
+Pods are created through the API server's admission chain (``writes.create_object``),
+so quota and policies can refuse them; each operator then reports the refusal the way
+it does: training-operator a ``FailedCreatePod`` Warning on the job ("Error creating:
+…", ``pkg/controller.v1/control/pod_control.go``), mpi-operator ``MPIJobFailed``
+"worker pod created failed: …" on the MPIJob, and for the launcher (a batch Job whose
+pod the Job controller names ``<job>-launcher-<5 chars>``) the Job controller's
+``FailedCreate`` on that Job. ``Operator.enabled = False`` is a cluster whose operator
+is not running: jobs are stored and never get a status.
 """
 
 from __future__ import annotations
 
-import copy
 import socket
 import threading
-import uuid
+import time
 from typing import Any
 
-from jupyter_ddl import contract
-from jupyter_ddl.models import JobSpec
-
+from . import envs
+from . import errors as E
+from . import jobstatus as J
+from .kubelet import record_event
+from .policy import Policy
 from .resources import Catalog, Resource
-from .store import Store, now_iso
+from .store import Store
+from .writes import create_object, suffix
 
 PODS = "core/v1/pods"
-MAPS = {"TFJob": "tfReplicaSpecs", "PyTorchJob": "pytorchReplicaSpecs", "MPIJob": "mpiReplicaSpecs"}
-DEFAULT_POLICY = {
-    "TFJob": "Never",
-    "PyTorchJob": "OnFailure",
-    "MPIJob": "OnFailure",
-    "TrainJob": "OnFailure",
-}
-OPERATOR_NAME = {
-    "TFJob": "tfjob-controller",
-    "PyTorchJob": "pytorchjob-controller",
-    "MPIJob": "mpi-operator",
-}
+JOBS = "batch/v1/jobs"
 L = "training.kubeflow.org/"
-JS = "jobset.sigs.k8s.io/"
+DEFAULT_POLICY = {"TFJob": "Never", "PyTorchJob": "OnFailure"}
+MPI_DEFAULT_POLICY = {"Launcher": "OnFailure", "Worker": "Never"}
+OPERATOR_NAME = {"TFJob": "tfjob-controller", "PyTorchJob": "pytorchjob-controller",
+                 "MPIJob": "mpi-operator"}  # fmt: skip
+#: exit codes the training-operator retries under restartPolicy ExitCode
+#: (``pkg/util/train/train_util.go`` IsRetryableExitCode: 130, 137, 143 signals, 138
+#: user-defined; 1, 2, 126, 127, 128, 139 and everything else are permanent)
+RETRYABLE_EXIT_CODES = (130, 137, 138, 143)
 
 
 def free_port() -> int:
@@ -42,86 +49,25 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def replica_specs(kind: str, job: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Replica type -> {replicas, template, restartPolicy}; a TrainJob has ``Node``."""
-    spec = job.get("spec") or {}
-    if kind == "TrainJob":
-        tr = spec.get("trainer") or {}
-        container = {"name": "node", "image": tr.get("image", "runtime-image"), "command": tr.get("command"),
-                     "args": tr.get("args"), "env": tr.get("env") or [], "resources": tr.get("resourcesPerNode") or {}}  # fmt: skip
-        template: dict[str, Any] = {"metadata": {}, "spec": {"containers": [container]}}
-        for patch in spec.get("runtimePatches") or []:  # our pod-level patches (§4.1)
-            rjobs = (
-                (
-                    ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec")
-                    or {}
-                ).get("replicatedJobs")
-            ) or []
-            for rj in rjobs:
-                if rj.get("name") == "node":
-                    _apply_pod_patch(
-                        template,
-                        ((rj.get("template") or {}).get("spec") or {}).get("template") or {},
-                    )
-        return {"Node": {"replicas": tr.get("numNodes", 1), "template": template}}
-    return dict(spec.get(MAPS[kind]) or {})
-
-
-def _apply_pod_patch(template: dict[str, Any], patch: dict[str, Any]) -> None:
-    """Merge a runtime patch's pod template into ``template`` (labels, volumes, mounts)."""
-    md, pmd = template.setdefault("metadata", {}), patch.get("metadata") or {}
-    for key in ("labels", "annotations"):
-        md[key] = {**(md.get(key) or {}), **(pmd.get(key) or {})}
-    pspec, tspec = patch.get("spec") or {}, template["spec"]
-    for key, value in pspec.items():
-        if key == "containers":
-            for pc in value:
-                for c in tspec["containers"]:
-                    if c["name"] == pc["name"]:
-                        c["volumeMounts"] = (c.get("volumeMounts") or []) + (
-                            pc.get("volumeMounts") or []
-                        )
-        elif key == "volumes":
-            tspec["volumes"] = (tspec.get("volumes") or []) + value
-        else:
-            tspec[key] = value
-
-
-def spec_from_manifest(kind: str, job: dict[str, Any]) -> JobSpec:
-    """The JobSpec that ``contract.replica_env`` needs, read back from the manifest only."""
-    reps = {t: int(r.get("replicas", 1)) for t, r in replica_specs(kind, job).items()}
-    spec = job.get("spec") or {}
-    if kind == "TFJob":
-        strategy = "tf-parameter-server" if "PS" in reps else "tf-multi-worker-mirrored"
-    elif kind == "PyTorchJob":
-        strategy = "torch-elastic" if spec.get("elasticPolicy") else "torch-ddp"
-    elif kind == "MPIJob":
-        strategy = "horovod"
-    else:
-        strategy = "torch-ddp"
-    from jupyter_ddl.strategies import get_strategy
-
-    counts = {r.role: 0 for r in get_strategy(strategy).roles} | reps
-    nproc = spec.get("nprocPerNode") or (spec.get("trainer") or {}).get("numProcPerNode")
-    return JobSpec(
-        name=job["metadata"]["name"],
-        strategy=strategy,
-        replicas=counts,
-        target="TrainJob" if kind == "TrainJob" else None,
-        runtime_ref=(spec.get("runtimeRef") or {}).get("name"),
-        slots_per_worker=int(spec.get("slotsPerWorker") or 1),
-        nproc_per_node=int(nproc) if str(nproc or "").isdigit() else None,
-    )
+def owner(job: dict[str, Any], controller: bool = True) -> dict[str, Any]:
+    md = job["metadata"]
+    return {"apiVersion": job.get("apiVersion", ""), "kind": job["kind"], "name": md["name"],
+            "uid": md["uid"], "controller": controller, "blockOwnerDeletion": True}  # fmt: skip
 
 
 class Operator:
-    def __init__(self, store: Store, catalog: Catalog) -> None:
-        self.store, self.catalog = store, catalog
+    def __init__(self, store: Store, catalog: Catalog, policy: Policy) -> None:
+        self.store, self.catalog, self.policy = store, catalog, policy
+        self.enabled = True
         self.late: dict[str, float] = {}  # pod-name part -> seconds before it is created
         self.created_at: dict[str, float] = {}
-        self.endpoints: dict[str, contract.Endpoints] = {}
+        self.ports: dict[tuple[str, str, int], int] = {}  # (job uid, type, index) -> port
+        self._told: set[str] = set()
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="operator", daemon=True)
+        from .trainer import TrainerController
+
+        self.trainer = TrainerController(self)
 
     def start(self) -> None:
         self.thread.start()
@@ -131,65 +77,83 @@ class Operator:
         self.thread.join(5)
 
     def _loop(self) -> None:
-        import time
-
         while not self._stop.is_set():
-            for res in self.catalog.served():
-                if res.kind in ("TFJob", "PyTorchJob", "MPIJob", "TrainJob"):
-                    jobs, _ = self.store.list(res.rid, None)
-                    for job in jobs:
-                        self.created_at.setdefault(job["metadata"]["uid"], time.monotonic())
-                        self.reconcile(
-                            res, job, time.monotonic() - self.created_at[job["metadata"]["uid"]]
-                        )
+            if self.enabled:
+                for res in self.catalog.served():
+                    if res.kind in ("TFJob", "PyTorchJob", "MPIJob", "TrainJob"):
+                        for job in self.store.list(res.rid, None)[0]:
+                            uid = job["metadata"]["uid"]
+                            age = time.monotonic() - self.created_at.setdefault(
+                                uid, time.monotonic()
+                            )
+                            if job["metadata"].get("deletionTimestamp") or J.finished(job):
+                                continue
+                            if res.kind == "TrainJob":
+                                self.trainer.reconcile(res, job, age)
+                            else:
+                                self.reconcile(res, job, age)
             self.store.wait(0.2)
 
-    # -- reconcile -------------------------------------------------------------------
-    def reconcile(self, res: Resource, job: dict[str, Any], age: float) -> None:
-        kind, md = res.kind, job["metadata"]
-        conds = (job.get("status") or {}).get("conditions") or []
-        if any(
-            c["type"] in ("Succeeded", "Failed", "Complete") and c["status"] == "True"
-            for c in conds
-        ):
-            return
-        suspended = (
-            (job.get("spec") or {}).get("suspend")
-            if kind == "TrainJob"
-            else ((job.get("spec") or {}).get("runPolicy") or {}).get("suspend")
-        )
-        pods = self._pods(kind, md["namespace"], md["name"])
-        if suspended:
-            for p in pods:
-                self.store.delete(PODS, md["namespace"], p["metadata"]["name"])
-            return self._status(res, job, pods, "Suspended", f"{kind} {md['name']} is suspended.")
-        spec = spec_from_manifest(kind, job)
-        if md["uid"] not in self.endpoints:
-            ids = contract.replica_ids(spec)
-            self.endpoints[md["uid"]] = contract.local_endpoints(spec, [free_port() for _ in ids])
-        have = {p["metadata"]["name"] for p in pods}
-        for rtype, rspec in replica_specs(kind, job).items():
-            for i in range(int(rspec.get("replicas", 1))):
-                pname = self._pod_name(kind, md["name"], rtype, i)
-                delay = next((s for part, s in self.late.items() if part in pname), 0.0)
-                if pname not in have and age >= delay:
-                    self._create_pod(kind, job, spec, rtype, i, rspec, pname)
-        pods = self._pods(kind, md["namespace"], md["name"])
-        self._status(res, job, pods, *self._judge(kind, job, pods))
+    # -- shared helpers ------------------------------------------------------------------
+    def addr(self, job: dict[str, Any]) -> envs.Addr:
+        uid = job["metadata"]["uid"]
 
-    def _pod_name(self, kind: str, job: str, rtype: str, i: int) -> str:
-        if kind == "TrainJob":
-            return f"{job}-node-0-{i}"
-        if kind == "MPIJob" and rtype == "Launcher":
-            return f"{job}-launcher"
-        return f"{job}-{rtype.lower()}-{i}"
+        def at(rtype: str, index: int) -> tuple[str, int]:
+            return "127.0.0.1", self.ports.setdefault((uid, rtype, index), free_port())
 
+        return at
+
+    def event(self, job: dict[str, Any], kind: str, name: str, reason: str, message: str) -> None:
+        key = f"{job['metadata']['uid']}/{name}/{reason}/{message}"
+        if key not in self._told:  # the event recorder aggregates repeats into one
+            self._told.add(key)
+            record_event(self.store, job["metadata"]["namespace"], kind, name, reason, message)
+
+    def create_pod(self, pod: dict[str, Any]) -> str | None:
+        """Create through admission; the refusal's message when refused."""
+        res = next(r for r in self.catalog.served() if r.rid == PODS)
+        try:
+            create_object(self.store, self.policy, res, pod["metadata"]["namespace"], pod)
+        except E.ApiError as e:
+            return e.body["message"] if isinstance(e.body, dict) else str(e.body)
+        except KeyError:
+            pass
+        return None
+
+    def ensure_batch_job(
+        self, job: dict[str, Any], name: str, labels: dict[str, str]
+    ) -> dict[str, Any]:
+        """The batch/v1 Job object a launcher (or a JobSet replicated job) lives in."""
+        ns = job["metadata"]["namespace"]
+        cur = self.store.get(JOBS, ns, name)
+        if cur is not None:
+            return cur
+        try:
+            return self.store.create(JOBS, {"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": name, "namespace": ns, "labels": labels, "ownerReferences": [owner(job)]},
+                "spec": {"completionMode": "Indexed"}})  # fmt: skip
+        except KeyError:
+            return self.store.get(JOBS, ns, name) or {}
+
+    def job_pod(self, bjob: dict[str, Any], template: dict[str, Any], labels: dict[str, str],
+                index: int, hostname: str, subdomain: str) -> dict[str, Any]:  # fmt: skip
+        """A pod as the Job controller makes it: ``<job>-<index>-<5 chars>`` for Indexed
+        Jobs of JobSet, ``<job>-<5 chars>`` for the launcher, completion index labelled."""
+        md, spec = template.get("metadata") or {}, dict(template.get("spec") or {})
+        spec.update(hostname=hostname, subdomain=subdomain)
+        idx = {"batch.kubernetes.io/job-completion-index": str(index)}
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"{bjob['metadata']['name']}-{suffix()}", "namespace": bjob["metadata"]["namespace"],
+                             "labels": {**(md.get("labels") or {}), **labels, **idx,
+                                        "batch.kubernetes.io/job-name": bjob["metadata"]["name"]},
+                             "annotations": {**(md.get("annotations") or {}), **idx},
+                             "ownerReferences": [owner(bjob)]},
+                "spec": spec}  # fmt: skip
+
+    # -- training-operator and mpi-operator -----------------------------------------------
     def _labels(self, kind: str, job: str, rtype: str, i: int, master: bool) -> dict[str, str]:
-        if kind == "TrainJob":
-            return {f"{JS}jobset-name": job, f"{JS}replicatedjob-name": "node", f"{JS}job-index": "0",
-                    "batch.kubernetes.io/job-completion-index": str(i)}  # fmt: skip
         labels = {f"{L}operator-name": OPERATOR_NAME[kind], f"{L}job-name": job}
-        if kind == "MPIJob":
+        if kind == "MPIJob":  # role names, no replica-type label (§3.4)
             labels[f"{L}job-role"] = rtype.lower()
             if rtype == "Worker":
                 labels[f"{L}replica-index"] = str(i)
@@ -199,70 +163,147 @@ class Operator:
             labels[f"{L}job-role"] = "master"
         return labels
 
-    def _pods(self, kind: str, ns: str, job: str) -> list[dict[str, Any]]:
-        sel = f"{JS}jobset-name={job}" if kind == "TrainJob" else f"{L}job-name={job}"
-        return self.store.list(PODS, ns, sel)[0]
+    def _pods(self, ns: str, job: str) -> list[dict[str, Any]]:
+        return self.store.list(PODS, ns, f"{L}job-name={job}")[0]
 
-    def _create_pod(
-        self,
-        kind: str,
-        job: dict[str, Any],
-        spec: JobSpec,
-        rtype: str,
-        i: int,
-        rspec: dict[str, Any],
-        pname: str,
-    ) -> None:
-        md = job["metadata"]
-        types = set(replica_specs(kind, job))
-        master_type = next((t for t in ("Chief", "Master") if t in types), None)
-        master = rtype == master_type or (master_type is None and rtype == "Worker" and i == 0)
-        tmpl = copy.deepcopy(rspec.get("template") or {})
-        pspec = tmpl.get("spec") or {}
-        env = contract.replica_env(
-            spec, "Node" if kind == "TrainJob" else rtype, i, self.endpoints[md["uid"]]
-        )
-        for c in pspec.get("containers", [])[:1]:  # the operators set env on the main container
-            c["env"] = (c.get("env") or []) + [{"name": k, "value": v} for k, v in env.items()]
-        if kind == "MPIJob" and rtype == "Launcher":
-            self._mpi_hostfile(job, spec, pspec)
-        for c in pspec.get("containers", []):  # the API server serves quantities as strings
-            for part in ("limits", "requests"):
-                res = (c.get("resources") or {}).get(part) or {}
-                res.update({k: str(v) for k, v in res.items()})
-        pspec["restartPolicy"] = {"ExitCode": "Never"}.get(
-            rspec.get("restartPolicy") or DEFAULT_POLICY[kind],
-            rspec.get("restartPolicy") or DEFAULT_POLICY[kind],
-        )
-        labels = {
-            **((tmpl.get("metadata") or {}).get("labels") or {}),
-            **self._labels(kind, md["name"], rtype, i, master),
+    def _by_type(self, kind: str, pods: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+        out: dict[str, list[dict[str, Any]]] = {}
+        for p in pods:
+            labels = p["metadata"].get("labels") or {}
+            rt = labels.get(f"{L}replica-type") if kind != "MPIJob" else labels.get(f"{L}job-role")
+            rt = {"ps": "PS"}.get(rt or "", (rt or "").capitalize())
+            out.setdefault(rt, []).append(p)
+        return out
+
+    def reconcile(self, res: Resource, job: dict[str, Any], age: float) -> None:
+        kind, md = res.kind, job["metadata"]
+        ns, name = md["namespace"], md["name"]
+        specs = J.replica_map(kind, job)
+        counts = envs.replicas(kind, job)
+        defaults = MPI_DEFAULT_POLICY if kind == "MPIJob" else {}
+        policy_of = {rt: (r or {}).get("restartPolicy") or defaults.get(rt) or DEFAULT_POLICY.get(kind, "Never")
+                     for rt, r in specs.items()}  # fmt: skip
+        pods = self._pods(ns, name)
+        if ((job.get("spec") or {}).get("runPolicy") or {}).get("suspend"):
+            for p in pods:
+                self.store.delete(PODS, ns, p["metadata"]["name"])
+            return J.write_status(
+                self.store, res, job, {}, "Suspended", f"{kind} {name} is suspended."
+            )
+        self._exit_code_restarts(job, kind, pods, policy_of)
+        have = {p["metadata"]["name"] for p in self._pods(ns, name)}
+        have |= {
+            p["metadata"]["labels"].get("batch.kubernetes.io/job-name", "")
+            for p in self._pods(ns, name)
         }
-        api_version = job.get("apiVersion", "")
-        pod = {
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": pname, "namespace": md["namespace"], "labels": labels,
-                         "annotations": (tmpl.get("metadata") or {}).get("annotations") or {},
-                         "ownerReferences": [{"apiVersion": api_version, "kind": kind, "name": md["name"],
-                                              "uid": md["uid"], "controller": True}]},
-            "spec": pspec, "status": {"phase": "Pending"},
-        }  # fmt: skip
-        try:
-            self.store.create(PODS, pod)
-        except KeyError:
-            pass
+        master_type = next((t for t in ("Chief", "Master") if t in counts), None)
+        workers_ready = all(
+            J.phase(p) == "Running"
+            for p in self._by_type(kind, self._pods(ns, name)).get("Worker", [])
+        ) and len(self._by_type(kind, self._pods(ns, name)).get("Worker", [])) == counts.get(
+            "Worker", 0
+        )
+        wait_workers = (job.get("spec") or {}).get(
+            "launcherCreationPolicy"
+        ) == "WaitForWorkersReady"
+        for rtype, n in counts.items():
+            if kind == "MPIJob" and rtype == "Launcher" and wait_workers and not workers_ready:
+                continue  # mpi-operator creates the launcher once every worker is Ready
+            for i in range(n):
+                launcher = kind == "MPIJob" and rtype == "Launcher"
+                pname = f"{name}-launcher" if launcher else f"{name}-{rtype.lower()}-{i}"
+                delay = next((s for part, s in self.late.items() if part in pname), 0.0)
+                if pname in have or age < delay:
+                    continue
+                master = rtype == master_type or (
+                    master_type is None and rtype == "Worker" and i == 0
+                )
+                self._create(
+                    kind, job, rtype, i, specs[rtype] or {}, pname, master, policy_of[rtype]
+                )
+        by_type = self._by_type(kind, self._pods(ns, name))
+        ctype, msg = J.judge_v1(kind, job, by_type, counts, policy_of)
+        J.write_status(self.store, res, job, by_type, ctype, msg)
+        if ctype in ("Succeeded", "Failed"):
+            self._cleanup(job, self._pods(ns, name))
 
-    def _mpi_hostfile(self, job: dict[str, Any], spec: JobSpec, pspec: dict[str, Any]) -> None:
-        """ConfigMap ``<job>-config`` at /etc/mpi in the launcher (§3.2, §3.3); every
-        "worker" is this host, so the hostfile is the local one-line form (§7)."""
+    def _exit_code_restarts(self, job: dict[str, Any], kind: str, pods: list[dict[str, Any]],
+                            policy_of: dict[str, str]) -> None:  # fmt: skip
+        """restartPolicy ExitCode: a failed pod whose main container's exit code is
+        retryable is deleted, and so re-created (``pkg/controller.v1/common/pod.go``)."""
+        main = envs.DEFAULT_CONTAINER.get(kind)
+        for rtype, ps in self._by_type(kind, pods).items():
+            if policy_of.get(rtype) != "ExitCode":
+                continue
+            for p in ps:
+                if J.phase(p) != "Failed":
+                    continue
+                code = 0xBEEF  # what the operator uses when the container state is missing
+                for cs in (p.get("status") or {}).get("containerStatuses") or []:
+                    term = (cs.get("state") or {}).get("terminated")
+                    if cs["name"] == main and term:
+                        code = int(term["exitCode"])
+                if code in RETRYABLE_EXIT_CODES or code == 0xBEEF:
+                    self.store.delete(PODS, p["metadata"]["namespace"], p["metadata"]["name"])
+
+    def _create(self, kind: str, job: dict[str, Any], rtype: str, i: int, rspec: dict[str, Any],
+                pname: str, master: bool, policy: str) -> None:  # fmt: skip
+        import copy
+
         md = job["metadata"]
-        hostfile = contract.mpi_hostfile(spec, self.endpoints[md["uid"]], local=True)
-        cm = {"apiVersion": "v1", "kind": "ConfigMap",
-              "metadata": {"name": f"{md['name']}-config", "namespace": md["namespace"],
-                           "ownerReferences": [{"apiVersion": job["apiVersion"], "kind": "MPIJob", "name": md["name"], "uid": md["uid"]}]},
-              "data": {"hostfile": hostfile, "discover_hosts.sh": "#!/bin/sh\necho localhost\n"}}  # fmt: skip
+        tmpl = copy.deepcopy(rspec.get("template") or {})
+        pspec = tmpl.setdefault("spec", {})
+        addr = self.addr(job)
+        if kind == "TFJob":
+            env, targets = (
+                envs.tf_env(job, rtype, i, addr),
+                [c for c in pspec.get("containers", []) if c.get("name") == "tensorflow"][:1],
+            )
+        elif kind == "PyTorchJob":
+            env, targets = envs.pytorch_env(job, rtype, i, addr), pspec.get("containers", [])
+        else:
+            env, targets = envs.mpi_env(job, rtype), pspec.get("containers", [])[:1]
+        for c in targets:  # appended after the user's own entries (§1.9)
+            c["env"] = (c.get("env") or []) + [dict(e) for e in env]
+        if kind == "MPIJob" and rtype == "Launcher":
+            self._mpi_config(job, pspec)
+        pspec["restartPolicy"] = "Never" if policy == "ExitCode" else policy
+        if kind == "MPIJob" and rtype == "Worker" and pspec.get("containers"):
+            pspec.update(hostname=pname, subdomain=md["name"])
+        labels = {**((tmpl.get("metadata") or {}).get("labels") or {}),
+                  **self._labels(kind, md["name"], rtype, i, master)}  # fmt: skip
+        tmpl.setdefault("metadata", {})["labels"] = labels
+        if kind == "MPIJob" and rtype == "Launcher":
+            bjob = self.ensure_batch_job(job, pname, labels)
+            pod = self.job_pod(bjob, tmpl, labels, 0, pname, md["name"])
+        else:
+            pod = {"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": pname, "namespace": md["namespace"], "labels": labels,
+                                "annotations": (tmpl.get("metadata") or {}).get("annotations") or {},
+                                "ownerReferences": [owner(job)]},
+                   "spec": pspec}  # fmt: skip
+        refused = self.create_pod(pod)
+        if refused is None:
+            return
+        if kind == "MPIJob" and rtype == "Launcher":
+            self.event(job, "Job", pname, "FailedCreate", f"Error creating: {refused}")
+        elif kind == "MPIJob":
+            self.event(
+                job, "MPIJob", md["name"], "MPIJobFailed", f"worker pod created failed: {refused}"
+            )
+        else:
+            self.event(job, kind, md["name"], "FailedCreatePod", f"Error creating: {refused}")
+
+    def _mpi_config(self, job: dict[str, Any], pspec: dict[str, Any]) -> None:
+        """ConfigMap ``<job>-config`` at /etc/mpi in the launcher (§3.2, §3.3)."""
+        md, spec = job["metadata"], job.get("spec") or {}
+        workers = envs.replicas("MPIJob", job).get("Worker", 0)
+        data = {"hostfile": envs.mpi_hostfile(int(spec.get("slotsPerWorker") or 1), workers),
+                "discover_hosts.sh": "#!/bin/sh\necho localhost\n"}  # fmt: skip
         try:
-            self.store.create("core/v1/configmaps", cm)
+            self.store.create("core/v1/configmaps", {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": f"{md['name']}-config", "namespace": md["namespace"],
+                             "ownerReferences": [owner(job)]}, "data": data})  # fmt: skip
         except KeyError:
             pass
         pspec.setdefault("volumes", []).append(
@@ -271,101 +312,11 @@ class Operator:
         c = pspec["containers"][0]
         c.setdefault("volumeMounts", []).append({"name": "mpi-job-config", "mountPath": "/etc/mpi"})
 
-    # -- status (§1.5, §3.4, §4.4) -------------------------------------------------------
-    def _judge(self, kind: str, job: dict[str, Any], pods: list[dict[str, Any]]) -> tuple[str, str]:
-        name = job["metadata"]["name"]
-        phases = {
-            p["metadata"]["name"]: (p.get("status") or {}).get("phase", "Pending") for p in pods
-        }
-        types = list(replica_specs(kind, job))
-        total = sum(int(r.get("replicas", 1)) for r in replica_specs(kind, job).values())
-        if any(v == "Failed" for v in phases.values()):
-            return "Failed", f"{kind} {name} has failed because a pod failed."
-        lead = next((t for t in ("Chief", "Master", "Launcher") if t in types), None)
-        lead_pods = [n for n in phases if (lead and f"-{lead.lower()}" in n)] if lead else []
-        done = lead_pods or (
-            [n for n in phases if n.endswith("-worker-0")] if kind == "TFJob" else list(phases)
-        )
-        if (
-            done
-            and len(phases) >= (1 if lead_pods else total)
-            and all(phases[n] == "Succeeded" for n in done)
-        ):
-            return (
-                "Complete" if kind == "TrainJob" else "Succeeded"
-            ), f"{kind} {name} is successfully completed."
-        restarts = sum(
-            cs.get("restartCount", 0)
-            for p in pods
-            for cs in (p.get("status") or {}).get("containerStatuses") or []
-        )
-        limit = ((job.get("spec") or {}).get("runPolicy") or {}).get("backoffLimit")
-        if limit is not None and restarts > int(limit):
-            return (
-                "Failed",
-                f"{kind} {name} has failed because it has reached the specified backoff limit",
-            )
-        if len(phases) == total and all(v in ("Running", "Succeeded") for v in phases.values()):
-            return "Running", f"{kind} {name} is running."
-        return "Created", f"{kind} {name} is created."
-
-    def _status(
-        self, res: Resource, job: dict[str, Any], pods: list[dict[str, Any]], ctype: str, msg: str
-    ) -> None:
-        kind, md = res.kind, job["metadata"]
-        counts: dict[str, dict[str, int]] = {}
-        for p in pods:
-            labels = p["metadata"]["labels"]
-            rtype = (
-                "Node"
-                if kind == "TrainJob"
-                else (labels.get(f"{L}replica-type") or labels.get(f"{L}job-role", "")).capitalize()
-            )
-            rtype = {"Ps": "PS"}.get(rtype, rtype)
-            phase = (p.get("status") or {}).get("phase", "Pending")
-            c = counts.setdefault(rtype, {"active": 0, "succeeded": 0, "failed": 0})
-            key = {"Running": "active", "Succeeded": "succeeded", "Failed": "failed"}.get(phase)
-            if key:
-                c[key] += 1
-
-        def apply(obj: dict[str, Any]) -> None:
-            st = obj.setdefault("status", {})
-            conds = st.setdefault("conditions", [])
-            if kind == "TrainJob" and ctype in ("Created", "Running"):
-                st["jobsStatus"] = [
-                    {"name": "node", **{k: v for k, v in counts.get("Node", {}).items()}}
-                ]
-                return
-            if not conds or conds[-1]["type"] != ctype:
-                for c in conds:
-                    if c["type"] == "Running" and ctype in ("Succeeded", "Failed", "Suspended"):
-                        c["status"] = "False"
-                if ctype == "Running" and conds and conds[-1]["type"] == "Suspended":
-                    conds[-1]["status"] = "False"
-                conds.append({"type": ctype, "status": "True", "reason": f"{kind}{ctype}", "message": msg,
-                              "lastUpdateTime": now_iso(), "lastTransitionTime": now_iso()})  # fmt: skip
-            if kind != "TrainJob":
-                st["replicaStatuses"] = counts
-            st.setdefault("startTime", now_iso())
-            if ctype in ("Succeeded", "Failed", "Complete"):
-                st["completionTime"] = now_iso()
-
-        cur = self.store.get(res.rid, md["namespace"], md["name"])
-        if cur is None:
-            return
-        before = copy.deepcopy(cur.get("status"))
-        apply(cur)
-        if cur.get("status") != before:
-            self.store.mutate(res.rid, md["namespace"], md["name"], apply)
-        if ctype in ("Succeeded", "Failed", "Complete"):
-            self._cleanup(kind, job, pods)
-
-    def _cleanup(self, kind: str, job: dict[str, Any], pods: list[dict[str, Any]]) -> None:
+    def _cleanup(self, job: dict[str, Any], pods: list[dict[str, Any]]) -> None:
         policy = ((job.get("spec") or {}).get("runPolicy") or {}).get("cleanPodPolicy", "None")
         for p in pods:
-            phase = (p.get("status") or {}).get("phase")
-            if policy == "All" or (policy == "Running" and phase in ("Running", "Pending")):
+            if policy == "All" or (policy == "Running" and J.phase(p) in ("Running", "Pending")):
                 self.store.delete(PODS, job["metadata"]["namespace"], p["metadata"]["name"])
 
 
-__all__ = ["Operator", "spec_from_manifest", "uuid"]
+__all__ = ["Operator", "free_port", "owner"]

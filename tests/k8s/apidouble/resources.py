@@ -40,8 +40,10 @@ CORE = [
     Resource("", "v1", "events", "Event"),
     Resource("", "v1", "services", "Service"),
     Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim"),
+    Resource("", "v1", "resourcequotas", "ResourceQuota"),
     Resource("", "v1", "namespaces", "Namespace", namespaced=False),
     Resource("", "v1", "nodes", "Node", namespaced=False),
+    Resource("batch", "v1", "jobs", "Job"),
 ]
 PODDEFAULT = Resource("kubeflow.org", "v1alpha1", "poddefaults", "PodDefault")
 METRICS = Resource("metrics.k8s.io", "v1beta1", "pods", "PodMetrics")
@@ -68,19 +70,45 @@ def crd_catalog() -> dict[str, Resource]:
 
 
 DEFAULT_CRDS = ("TFJob/v1", "PyTorchJob/v1", "MPIJob/v2beta1", "TrainJob/v1alpha1")
+TRAINER_RELEASES = ("v2.0.0", "v2.1.0", "v2.2.0", "v2.3.0")
+RELEASE_FILES = {"TrainJob": "trainer.kubeflow.org_trainjobs.yaml",
+                 "ClusterTrainingRuntime": "trainer.kubeflow.org_clustertrainingruntimes.yaml"}  # fmt: skip
+
+
+def release_runtimes(release: str) -> list[dict[str, Any]]:
+    """The ClusterTrainingRuntime objects Trainer ``release`` ships (its manifests)."""
+    import yaml
+
+    folder = CRD_DIR / "trainer-releases" / release
+    return [yaml.safe_load(p.read_text()) for p in sorted(folder.glob("*.yaml"))
+            if p.name not in RELEASE_FILES.values()]  # fmt: skip
 
 
 class Catalog:
-    """The served resource set; tests change ``crds`` / ``metrics`` to shape discovery."""
+    """The served resource set; tests change ``crds`` / ``metrics`` to shape discovery.
+    ``trainer`` picks the Trainer v2 release whose TrainJob and ClusterTrainingRuntime
+    CRDs are served (``tests/data/crds/trainer-releases/<release>``)."""
 
-    def __init__(self, crds: tuple[str, ...] = DEFAULT_CRDS, metrics: bool = True) -> None:
+    def __init__(self, crds: tuple[str, ...] = DEFAULT_CRDS, metrics: bool = True,
+                 trainer: str = "v2.3.0") -> None:  # fmt: skip
+        assert trainer in TRAINER_RELEASES, trainer
         self.crds = list(crds)
         self.metrics = metrics
         self.poddefaults = True
+        self.trainer = trainer
+
+    def _crd(self, key: str) -> Resource:
+        res = crd_catalog()[key]
+        if res.kind in RELEASE_FILES:
+            path = f"trainer-releases/{self.trainer}/{RELEASE_FILES[res.kind]}"
+            res = Resource(res.group, res.version, res.plural, res.kind, res.namespaced, path)
+        return res
 
     def served(self) -> list[Resource]:
-        cat = crd_catalog()
-        out = list(CORE) + [cat[c] for c in self.crds]
+        keys = list(self.crds)
+        if "TrainJob/v1alpha1" in keys and "ClusterTrainingRuntime/v1alpha1" not in keys:
+            keys.append("ClusterTrainingRuntime/v1alpha1")  # one install serves both
+        out = list(CORE) + [self._crd(c) for c in keys]
         if self.poddefaults:
             out.append(PODDEFAULT)
         if self.metrics:

@@ -61,7 +61,7 @@ def route(h: Handler, method: str, path: str, q: dict[str, str]) -> None:
         if method == "GET":
             return h.do_list(res, ns, q)
         if method == "POST":
-            return h.do_create(res, ns or "", h._body() or {})
+            return h.do_create(res, ns or "", h._body() or {}, q)
         raise E.ApiError(405, E.status(405, "MethodNotAllowed", f"{method} not allowed"))
     if res is METRICS:
         raise E.not_found(res, name)
@@ -71,7 +71,9 @@ def route(h: Handler, method: str, path: str, q: dict[str, str]) -> None:
             raise E.not_found(res, name)
         return h._send(200, obj if sub != "status" else obj)
     if method in ("PUT", "PATCH"):
-        return h.do_update(res, ns or "", name, sub, h._body(), h.headers.get("Content-Type", ""))
+        return h.do_update(
+            res, ns or "", name, sub, h._body(), h.headers.get("Content-Type", ""), q
+        )
     if method == "DELETE":
         return h.do_delete(res, ns or "", name, q)
     raise E.ApiError(405, E.status(405, "MethodNotAllowed", f"{method} not allowed"))
@@ -119,7 +121,7 @@ def pod_log(h: Handler, ns: str, name: str, q: dict[str, str]) -> None:
         raise E.bad_request(
             f"a container name must be specified for pod {name}, choose one of: {names}"
         )
-    cs = next(
+    cs: dict[str, Any] = next(
         (c for c in (pod.get("status") or {}).get("containerStatuses") or [] if c["name"] == cname),
         {},
     )

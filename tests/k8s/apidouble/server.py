@@ -5,6 +5,7 @@ discovery, SelfSubjectAccessReview, metrics.k8s.io)."""
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 import time
@@ -13,10 +14,11 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from . import errors as E
-from .admission import causes
+from .policy import Policy
 from .resources import METRICS, Catalog, Resource
 from .routes import flag
 from .store import Gone, Store
+from .writes import create_object, update_object
 
 USER = "system:serviceaccount:team-a:default-editor"
 
@@ -24,9 +26,10 @@ USER = "system:serviceaccount:team-a:default-editor"
 class State:
     """Everything a request handler needs; tests tune ``denied`` and ``catalog``."""
 
-    def __init__(self, store: Store, catalog: Catalog) -> None:
+    def __init__(self, store: Store, catalog: Catalog, policy: Policy | None = None) -> None:
         self.store = store
         self.catalog = catalog
+        self.policy = policy or Policy()
         self.denied: set[tuple[str, str]] = set()  # (verb, "pods/log")
         self.requests: list[tuple[str, str]] = []
         self.pod_metrics: Any = None  # callable(ns, pod) -> {container: usage} | None
@@ -89,13 +92,16 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     # -- plumbing ----------------------------------------------------------------
-    def _send(self, code: int, body: Any) -> None:
+    def _send(self, code: int, body: Any, warnings: list[str] | None = None) -> None:
         if isinstance(body, str):
             data, ctype = body.encode(), "text/plain; charset=utf-8"
         else:
             data, ctype = json.dumps(body).encode(), "application/json"
         self.send_response(code)
         self.send_header("Content-Type", ctype)
+        for text in warnings or []:  # RFC 7234 warn-code 299, as the API server sends them
+            escaped = text.replace('"', '\\"')
+            self.send_header("Warning", f'299 - "{escaped}"')
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -117,11 +123,13 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def _body(self) -> Any:
-        n = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(n) if n else b""
-        return json.loads(raw) if raw else None
+        return json.loads(self._raw) if self._raw else None
 
     def _dispatch(self, method: str) -> None:
+        # read the whole body first: a request refused early must not leave it in the
+        # keep-alive connection, where it would garble the next request
+        n = int(self.headers.get("Content-Length") or 0)
+        self._raw = self.rfile.read(n) if n else b""
         url = urlparse(self.path)
         q = {k: v[-1] for k, v in parse_qs(url.query).items()}
         with self.state.lock:
@@ -132,7 +140,7 @@ class Handler(BaseHTTPRequestHandler):
             route(self, method, url.path.rstrip("/"), q)
         except E.ApiError as e:
             self._send(e.code, e.body)
-        except (BrokenPipeError, ConnectionResetError):
+        except OSError:  # the client went away, or drop_streams() cut the connection
             pass
 
     def do_GET(self) -> None:
@@ -210,12 +218,12 @@ class Handler(BaseHTTPRequestHandler):
                     + b"\n"
                 )
                 break
-            for rv, kind, obj in events:
-                since = rv
+            for at, etype, obj in events:
+                since = at
                 if wanted(obj):
                     obj.setdefault("apiVersion", res.api_version)
                     obj.setdefault("kind", res.kind)
-                    self._chunk(json.dumps({"type": kind, "object": obj}).encode() + b"\n")
+                    self._chunk(json.dumps({"type": etype, "object": obj}).encode() + b"\n")
             if not events:
                 store.wait(min(0.5, max(0.0, deadline - time.monotonic())))
         self._end_stream()
@@ -245,50 +253,33 @@ class Handler(BaseHTTPRequestHandler):
             "items": items,
         }
 
-    def do_create(self, res: Resource, ns: str, body: dict[str, Any]) -> None:
-        body.setdefault("apiVersion", res.api_version)
-        body.setdefault("kind", res.kind)
-        md = body.setdefault("metadata", {})
-        if not md.get("name") and md.get("generateName"):
-            md["name"] = f"{md['generateName']}{int(time.time() * 1e6) % 10**8:08d}"
-        if res.namespaced:
-            md["namespace"] = ns
-        problems = causes(res, body)
-        if problems:
-            raise E.invalid(res, md.get("name", ""), problems)
-        try:
-            self._send(201, self.state.store.create(res.rid, body))
-        except KeyError:
-            raise E.already_exists(res, md["name"]) from None
+    def do_create(self, res: Resource, ns: str, body: dict[str, Any], q: dict[str, str]) -> None:
+        obj, warnings = create_object(
+            self.state.store, self.state.policy, res, ns, body, q.get("fieldValidation", "Ignore")
+        )
+        self._send(201, obj, warnings)
 
-    def do_update(self, res: Resource, ns: str, name: str, sub: str, body: Any, ctype: str) -> None:
+    def do_update(self, res: Resource, ns: str, name: str, sub: str, body: Any, ctype: str,
+                  q: dict[str, str]) -> None:  # fmt: skip
         store = self.state.store
         cur = store.get(res.rid, ns, name)
         if cur is None:
             raise E.not_found(res, name)
         if ctype.startswith("application/json-patch"):
-            new = json_patch(cur, body)
+            new = json_patch(copy.deepcopy(cur), body)
         elif body is not None and self.command == "PATCH":
             new = merge_patch(cur, body)
         else:
             new = body
-        if sub == "status":  # the status subresource changes status only
-            new = {**cur, "status": new.get("status")}
-        elif res.crd_file:  # and the main resource never changes status
-            new["status"] = cur.get("status")
-            if new.get("spec") != cur.get("spec"):
-                new["metadata"]["generation"] = cur["metadata"].get("generation", 1) + 1
-        problems = causes(res, new)
-        if problems:
-            raise E.invalid(res, name, problems)
-        self._send(200, store.replace(res.rid, new))
+        obj, warnings = update_object(store, res, cur, new, sub, q.get("fieldValidation", "Ignore"))
+        self._send(200, obj, warnings)
 
     def do_delete(self, res: Resource, ns: str, name: str, q: dict[str, str]) -> None:
         from .gc import cascade_delete
 
         body = self._body() or {}
         policy = body.get("propagationPolicy") or q.get("propagationPolicy") or "Background"
-        obj = cascade_delete(self.state.store, self.state.catalog, res, ns, name, policy)
+        obj = cascade_delete(self.state.store, res, ns, name, policy)
         if obj is None:
             raise E.not_found(res, name)
         self._send(200, obj)

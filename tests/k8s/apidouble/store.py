@@ -9,6 +9,7 @@ container, so a hundred pods writing at once do not wake every stream for every 
 
 from __future__ import annotations
 
+import builtins
 import copy
 import threading
 import time
@@ -188,7 +189,7 @@ class Store:
             ]
             return items, str(self.rv)
 
-    def events_since(self, rid: str, since: int) -> list[tuple[int, str, dict[str, Any]]]:
+    def events_since(self, rid: str, since: int) -> builtins.list[tuple[int, str, dict[str, Any]]]:
         """History entries of ``rid`` after ``since``; raises Gone when compacted."""
         with self.cond:
             oldest = self.history[0][0] if self.history else self.rv + 1

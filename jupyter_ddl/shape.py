@@ -1,0 +1,263 @@
+"""A JobSpec resolved once: its strategy, every role's final count and what follows.
+
+``fill_counts`` is the one place where a role the spec does not name gets the
+strategy's default (an explicit 0 stays 0); ``resolve`` derives the rest from the
+filled counts: job kind, processes per replica, world size, replica ids in order and
+the rank of each. ``JobSpec.shape`` caches the result, and the contract, the manifests,
+validation, the dry run and both backends read it instead of merging defaults again.
+Pure, no I/O. Section numbers refer to ``docs/operator-contract.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ValidationError
+from .models import ROLES, JobSpec, Resources
+from .strategies import CATALOG, Strategy, get_strategy
+
+#: Trainer v2 runtimes whose ML policy is MPI rather than torch (§4.1, §4.3)
+MPI_RUNTIMES = ("deepspeed-distributed",)
+
+
+def rid(role: str, index: int) -> str:
+    """The replica id ``worker-1``: the operator's pod-name suffix (§1.3)."""
+    return f"{role.lower()}-{index}"
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One replica of a resolved job."""
+
+    role: str
+    index: int
+    rank: int | None  # node rank (RANK / PET_NODE_RANK, TF chief/worker order, MPI host);
+    # None for replicas outside the collective (PS, evaluator, launcher) and elastic ones
+    gpus: int
+
+    @property
+    def rid(self) -> str:
+        return rid(self.role, self.index)
+
+
+@dataclass(frozen=True)
+class JobShape:
+    """What a spec resolves to. ``counts`` lists only roles with replicas."""
+
+    strategy: Strategy
+    kind: str  # TFJob | PyTorchJob | MPIJob | TrainJob
+    counts: Mapping[str, int]
+    resources: Mapping[str, Resources]  # per role of ``counts``
+    nproc_per_node: int  # training processes per replica (torchrun when > 1)
+    world_size: int  # processes that join the collective
+    replicas: tuple[Replica, ...]
+    trainjob_runtime: str | None
+    elastic_bounds: tuple[int, int] | None  # (minReplicas, maxReplicas)
+    mpi_slots: int  # ranks per MPI host (slotsPerWorker, or numProcPerNode for TrainJob)
+
+    @property
+    def replica_ids(self) -> list[tuple[str, int]]:
+        return [(r.role, r.index) for r in self.replicas]
+
+    @property
+    def total(self) -> int:
+        """Replicas (pods, local process groups) of every role."""
+        return len(self.replicas)
+
+    def count(self, role: str) -> int:
+        return self.counts.get(role, 0)
+
+    @property
+    def trainjob_mpi(self) -> bool:
+        return self.kind == "TrainJob" and self.trainjob_runtime in MPI_RUNTIMES
+
+    @property
+    def mpi_hosts(self) -> str | None:
+        """The role whose replicas are mpirun's hosts, when a launcher runs mpirun."""
+        if self.kind == "MPIJob":
+            return "Worker"
+        return "Node" if self.trainjob_mpi else None
+
+    @property
+    def torchrun(self) -> bool:
+        """Does each replica run its processes under torchrun (nprocPerNode > 1, elastic
+        rendezvous, or a TrainJob, where Trainer injects only PET_* (§4.3))?"""
+        s = self.strategy
+        return (
+            s.framework == "pytorch"
+            and self.mpi_hosts is None
+            and (s.launcher == "torchrun" or self.nproc_per_node > 1 or self.kind == "TrainJob")
+        )
+
+    def gpu_requests(self) -> list[tuple[str, int]]:
+        """(replica id, GPUs) for every replica, in replica order."""
+        return [(r.rid, r.gpus) for r in self.replicas]
+
+    def describe(self) -> str:
+        """``Master 1 + Worker 2``: the roles and counts, as the form and dry run show them."""
+        return " + ".join(f"{role} {n}" for role, n in self.counts.items()) or "no replicas"
+
+
+def count_problems(strategy: Strategy, replicas: Mapping[str, Any], trainjob: bool) -> list[str]:
+    """Every problem of a spec's counts against ``strategy``'s role rules, one line each."""
+    out = []
+    for role, n in replicas.items():
+        rule = strategy.rule(role)
+        bad = _not_a_count(role, n)
+        if bad:
+            out.append(bad)
+        elif role == "Node" and trainjob:
+            if n < 1:
+                out.append("replicas.Node: a TrainJob needs at least 1 node; set Node to 1 or more")
+        elif rule is None:
+            out.append(
+                f"replicas.{role}: {strategy.name} has no {role} role; "
+                f"use only {', '.join(strategy.role_names)}"
+            )
+        elif not rule.allows(n):
+            out.append(
+                f"replicas.{role}: {strategy.name} needs {rule.describe()} {role}, got {n}; "
+                f"set {role} to {rule.default if rule.allows(rule.default) else rule.min}"
+            )
+    return out
+
+
+def _not_a_count(role: str, n: Any) -> str | None:
+    if not isinstance(n, int) or isinstance(n, bool):
+        return f"replicas.{role}: {n!r} is not a whole number; give a count such as 2"
+    if n < 0:
+        return f"replicas.{role}: {n} is negative; give a count of at least 0"
+    return None
+
+
+def try_resolve(spec: JobSpec) -> JobShape | None:
+    """``spec.shape``, or None when the spec cannot be resolved (validation says why)."""
+    try:
+        return spec.shape
+    except ValidationError:
+        return None
+
+
+def fill_counts(
+    strategy_name: str, replicas: Mapping[str, Any], target: str | None
+) -> dict[str, Any]:
+    """The spec's counts with the strategy's default for every role it does not name.
+
+    A TrainJob that names its ``Node`` count takes it as given. An unknown strategy
+    leaves the counts as they are (validation reports it).
+    """
+    strategy = CATALOG.get(strategy_name)
+    if strategy is None or (target == "TrainJob" and "Node" in replicas):
+        return dict(replicas)
+    return {**strategy.default_replicas(), **replicas}
+
+
+def resolve(spec: JobSpec) -> JobShape:
+    """Resolve ``spec``. Raises ValidationError when its strategy is unknown or a count is
+    not a whole number ≥ 0; role rules (min/max) are validation's, so a shape exists for
+    any spec the operators would accept."""
+    strategy = get_strategy(spec.strategy)
+    given = fill_counts(spec.strategy, spec.replicas, spec.target)
+    bad = [p for role, n in given.items() if (p := _not_a_count(role, n))]
+    if bad:
+        raise ValidationError(bad)
+    trainjob = spec.target == "TrainJob"
+    runtime = None
+    if trainjob:
+        runtime = spec.runtime_ref or strategy.trainjob_runtime or "torch-distributed"
+    kind = "TrainJob" if trainjob else strategy.kind
+    if trainjob:
+        nodes = given.get("Node")
+        if nodes is None:
+            nodes = sum(n for r, n in given.items() if r != "Node")
+        given = {"Launcher": 1, "Node": nodes} if runtime in MPI_RUNTIMES else {"Node": nodes}
+    counts = {role: given[role] for role in _ordered(given) if given[role] > 0}
+    resources = {role: dataclasses.replace(spec.resources_for(role)) for role in counts}
+    if trainjob and "Launcher" in resources:  # the runtime's launcher runs no ranks
+        resources["Launcher"] = dataclasses.replace(resources["Launcher"], gpu=0, tpu=0)
+    nproc = _nproc_per_node(spec, strategy, resources)
+    slots = nproc if kind == "TrainJob" else (spec.slots_per_worker if kind == "MPIJob" else 1)
+    ranks = _ranks(kind, strategy, counts)
+    replicas = tuple(
+        Replica(role, i, ranks.get((role, i)), resources[role].gpu)
+        for role, n in counts.items()
+        for i in range(n)
+    )
+    return JobShape(
+        strategy=strategy,
+        kind=kind,
+        counts=counts,
+        resources=resources,
+        nproc_per_node=nproc,
+        world_size=_world_size(kind, strategy, counts, nproc, slots),
+        replicas=replicas,
+        trainjob_runtime=runtime,
+        elastic_bounds=_elastic_bounds(spec, counts) if strategy.elastic and not trainjob else None,
+        mpi_slots=slots,
+    )
+
+
+def _ordered(roles: Mapping[str, int]) -> list[str]:
+    known = [r for r in ROLES if r in roles]
+    return known + sorted(r for r in roles if r not in ROLES)
+
+
+def _nproc_per_node(spec: JobSpec, strategy: Strategy, resources: Mapping[str, Resources]) -> int:
+    """Processes per replica: torch strategies run one per GPU (or ``nproc_per_node``);
+    ``torch-dp`` drives every GPU from one process; TF and MPI ranks are one per replica."""
+    if strategy.framework != "pytorch" or strategy.name == "torch-dp":
+        return 1
+    n = spec.nproc_per_node
+    if isinstance(n, int) and not isinstance(n, bool) and n >= 1:
+        return n
+    gpus = max((res.gpu for res in resources.values()), default=0)
+    return gpus if gpus > 1 else 1
+
+
+def _ranks(kind: str, strategy: Strategy, counts: Mapping[str, int]) -> dict[tuple[str, int], int]:
+    """Each training replica's node rank, as the operator or the runtime numbers them."""
+    if kind == "PyTorchJob" and strategy.elastic:
+        return {}  # the c10d rendezvous assigns them at run time
+    order = {
+        "PyTorchJob": ("Master", "Worker"),  # RANK: Worker i -> i + masters (§2.2)
+        "TFJob": ("Chief", "Master", "Worker"),  # chief first, then workers (TF_CONFIG)
+        "MPIJob": ("Worker",),
+        "TrainJob": ("Node",),  # PET_NODE_RANK (§4.3)
+    }[kind]
+    ranks: dict[tuple[str, int], int] = {}
+    nxt = 0
+    for role in order:
+        for i in range(counts.get(role, 0)):
+            ranks[(role, i)] = nxt
+            nxt += 1
+    return ranks
+
+
+def _world_size(
+    kind: str, strategy: Strategy, counts: Mapping[str, int], nproc: int, slots: int
+) -> int:
+    if kind == "MPIJob":
+        return counts.get("Worker", 0) * slots
+    if kind == "TrainJob":
+        return counts.get("Node", 0) * nproc
+    if kind == "TFJob":  # PS and evaluator serve or watch; they are not in the all-reduce
+        return counts.get("Chief", 0) + counts.get("Worker", 0)
+    if strategy.elastic:
+        return counts.get("Worker", 0) * nproc
+    return (counts.get("Master", 0) + counts.get("Worker", 0)) * nproc
+
+
+def _elastic_bounds(spec: JobSpec, counts: Mapping[str, int]) -> tuple[int, int]:
+    """(minReplicas, maxReplicas); both default to the Worker count. A bad option
+    (validation reports it) counts as unset."""
+    workers = counts.get("Worker", 0)
+    lo = _whole(spec.backend_options.get("elastic_min_replicas"), workers)
+    hi = _whole(spec.backend_options.get("elastic_max_replicas"), max(lo, workers))
+    return lo, hi
+
+
+def _whole(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default

@@ -1,0 +1,227 @@
+/**
+ * The "Distribute this cell" dialog and its command. The dialog asks for framework,
+ * strategy, replicas (total, as `--replicas`), GPUs per replica, backend and more
+ * flags, and shows the magic line they make as it changes. Everything it offers
+ * comes from the server: the strategy catalog (GET /strategies) and what each
+ * backend runs (GET /backends).
+ */
+import { Dialog, showDialog, showErrorMessage } from '@jupyterlab/apputils';
+import { INotebookTracker } from '@jupyterlab/notebook';
+import { Widget } from '@lumino/widgets';
+
+import {
+  applyDistribute,
+  cellBody,
+  flagsFor,
+  IChoice,
+  parseFlags,
+  sourcesUpTo,
+  suggestStrategy
+} from './distribute';
+import { el } from './format';
+import { requestAPI } from './request';
+import { IBackends, ICatalog, IStrategy } from './tokens';
+
+export interface IFormOptions {
+  catalog: ICatalog;
+  backends: IBackends;
+  /** the strategy the notebook's imports suggest, or null */
+  suggested: string | null;
+  /** fields of a `%%distribute` line already on the cell, and the settings' defaults */
+  initial: Partial<IChoice>;
+}
+
+export class DistributeForm extends Widget implements Dialog.IBodyWidget<string> {
+  constructor(private readonly _o: IFormOptions) {
+    super();
+    this.addClass('jp-DDL-form');
+    const defaultBackend = _o.backends.default;
+    const usable = _o.backends.backends.filter(b => b.available);
+    for (const b of _o.backends.backends) {
+      const option = el('option', '', b.available ? b.name : `${b.name} (unavailable)`);
+      option.value = b.name;
+      option.disabled = !b.available;
+      option.title = b.error ?? '';
+      this._backend.appendChild(option);
+    }
+    const initialBackend =
+      usable.find(b => b.name === _o.initial.backend) ?? usable.find(b => b.default) ?? usable[0];
+    this._backend.value = initialBackend?.name ?? defaultBackend;
+
+    for (const f of _o.catalog.frameworks) {
+      const option = el('option', '', f.title);
+      option.value = f.name;
+      this._framework.appendChild(option);
+    }
+    const start = this._byName(_o.initial.strategy ?? '') ?? this._byName(_o.suggested ?? '');
+    this._framework.value = start?.framework ?? _o.catalog.frameworks[0].name;
+    this._fillStrategies(start?.name);
+    this._replicas.type = this._gpus.type = 'number';
+    this._gpus.min = '0';
+    this._replicas.value = String(_o.initial.replicas ?? this._strategy()?.replicas.default ?? 1);
+    this._gpus.value = String(_o.initial.gpus ?? 0);
+    this._extra.value = _o.initial.extra ?? '';
+    this._extra.placeholder = 'e.g. --wait --name my-job';
+
+    const hint = _o.suggested
+      ? `Proposed from the notebook's imports: ${this._byName(_o.suggested)?.title ?? _o.suggested}.`
+      : 'No framework import found in this notebook: pick one.';
+    this.node.append(
+      el('p', 'jp-DDL-form-hint', hint),
+      this._field('Framework', this._framework),
+      this._field('Strategy', this._strategySelect),
+      this._summary,
+      this._field('Replicas (total)', this._replicas),
+      this._field('GPUs per replica', this._gpus),
+      this._field('Backend', this._backend),
+      this._field('More flags', this._extra),
+      this._preview
+    );
+    this._framework.onchange = () => {
+      this._fillStrategies();
+      this._replicas.value = String(this._strategy()?.replicas.default ?? 1);
+      this._update();
+    };
+    this._strategySelect.onchange = () => {
+      this._replicas.value = String(this._strategy()?.replicas.default ?? 1);
+      this._update();
+    };
+    this._backend.onchange = () => {
+      this._fillStrategies(this._strategySelect.value);
+      this._update();
+    };
+    for (const input of [this._replicas, this._gpus, this._extra]) {
+      input.oninput = () => this._update();
+    }
+    this._update();
+  }
+
+  /** The flags to write after `%%distribute`. */
+  getValue(): string {
+    return flagsFor(this._choice(), this._o.backends.default);
+  }
+
+  private _choice(): IChoice {
+    return {
+      strategy: this._strategySelect.value,
+      replicas: Math.max(1, Math.floor(Number(this._replicas.value) || 1)),
+      gpus: Math.max(0, Math.floor(Number(this._gpus.value) || 0)),
+      backend: this._backend.value,
+      extra: this._extra.value
+    };
+  }
+
+  private _byName(name: string): IStrategy | undefined {
+    return this._o.catalog.strategies.find(s => s.name === name);
+  }
+
+  private _strategy(): IStrategy | undefined {
+    return this._byName(this._strategySelect.value);
+  }
+
+  /** The chosen framework's strategies that the chosen backend runs. */
+  private _fillStrategies(keep?: string): void {
+    const backend = this._o.backends.backends.find(b => b.name === this._backend.value);
+    const runs = backend?.capabilities?.strategies;
+    const offered = this._o.catalog.strategies.filter(
+      s => s.framework === this._framework.value && (!runs || runs.includes(s.name))
+    );
+    this._strategySelect.replaceChildren(
+      ...offered.map(s => {
+        const option = el('option', '', `${s.name} · ${s.title}`);
+        option.value = s.name;
+        return option;
+      })
+    );
+    if (keep && offered.some(s => s.name === keep)) {
+      this._strategySelect.value = keep;
+    }
+  }
+
+  private _update(): void {
+    const s = this._strategy();
+    if (s) {
+      this._replicas.min = String(s.replicas.min);
+      this._replicas.max = s.replicas.max === null ? '' : String(s.replicas.max);
+      this._replicas.disabled = s.replicas.min === s.replicas.max;
+      if (this._replicas.disabled) {
+        this._replicas.value = String(s.replicas.min);
+      }
+      this._gpus.disabled = !s.gpus;
+      this._summary.textContent = s.summary;
+    }
+    this._preview.textContent = `%%distribute ${this.getValue()}`;
+  }
+
+  private _field(label: string, input: HTMLElement): HTMLElement {
+    const row = el('label', 'jp-DDL-form-row');
+    row.append(el('span', 'jp-DDL-form-label', label), input);
+    return row;
+  }
+
+  private _framework = el('select', 'jp-mod-styled jp-DDL-framework');
+  private _strategySelect = el('select', 'jp-mod-styled jp-DDL-strategy');
+  private _replicas = el('input', 'jp-mod-styled jp-DDL-replicas-input');
+  private _gpus = el('input', 'jp-mod-styled jp-DDL-gpus');
+  private _backend = el('select', 'jp-mod-styled jp-DDL-backend');
+  private _extra = el('input', 'jp-mod-styled jp-DDL-extra');
+  private _summary = el('p', 'jp-DDL-muted jp-DDL-form-summary');
+  private _preview = el('pre', 'jp-DDL-form-preview');
+}
+
+/**
+ * The command: ask for the active code cell's flags in the dialog, then write them.
+ * An empty cell gets a message instead; a failed request its one-line reason.
+ */
+export async function distributeActiveCell(
+  notebooks: INotebookTracker,
+  settings: { defaultBackend: string; extraFlags: string }
+): Promise<boolean> {
+  const panel = notebooks.currentWidget;
+  const cell = panel?.content.activeCell?.model;
+  if (!panel || !cell || cell.type !== 'code') {
+    return false;
+  }
+  const source = cell.sharedModel.getSource();
+  if (!cellBody(source).trim()) {
+    await showDialog({
+      title: 'Nothing to distribute',
+      body: 'This cell is empty: write the training code in it first, then choose "Distribute this cell".',
+      buttons: [Dialog.okButton({ label: 'OK' })]
+    });
+    return false;
+  }
+  let catalog: ICatalog;
+  let backends: IBackends;
+  try {
+    [catalog, backends] = await Promise.all([
+      requestAPI<ICatalog>('strategies'),
+      requestAPI<IBackends>('backends')
+    ]);
+  } catch (error) {
+    await showErrorMessage('Distribute this cell', `The server did not answer: ${(error as Error).message}`);
+    return false;
+  }
+  const existing = parseFlags(source);
+  const form = new DistributeForm({
+    catalog,
+    backends,
+    suggested: suggestStrategy(catalog, sourcesUpTo(panel, cell)),
+    initial: {
+      backend: settings.defaultBackend || undefined,
+      extra: settings.extraFlags,
+      ...existing
+    }
+  });
+  const result = await showDialog({
+    title: 'Distribute this cell',
+    body: form,
+    buttons: [Dialog.cancelButton(), Dialog.okButton({ label: 'Insert %%distribute' })],
+    focusNodeSelector: '.jp-DDL-strategy'
+  });
+  if (!result.button.accept || result.value === null) {
+    return false;
+  }
+  applyDistribute(panel, cell, result.value);
+  return true;
+}

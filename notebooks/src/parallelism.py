@@ -1,0 +1,341 @@
+# %% [markdown] title
+# # Beyond data parallelism: ring-allreduce, pipelines, elastic jobs, TPUs and ZeRO
+#
+# Every job so far was **data parallel**: each process holds the whole model and
+# trains on its own share of the data. This notebook opens the box and looks around:
+#
+# 1. the **ring-allreduce** that moves the gradients, written by hand with MPI and
+#    timed against MPI's own `Allreduce`; parameter servers vs all-reduce;
+# 2. **model and pipeline parallelism**, for models that do not fit one device: a
+#    two-process pipeline on CPU;
+# 3. **elastic** training, which survives processes coming and going;
+# 4. **TPUs** and **DeepSpeed / ZeRO**, which need hardware this laptop lacks: what the
+#    job would look like, and the memory arithmetic behind ZeRO.
+
+# %%
+%load_ext jupyter_ddl
+
+# %%
+import os
+
+from jupyter_ddl.manager import default_manager
+
+jobs = default_manager()
+QUICK = os.environ.get("DDL_WORKSHOP_QUICK") == "1"  # CI: fewer repeats, same checks
+
+
+def reported(name):
+    """Every report(...) of a job as (replica, values) pairs."""
+    return jobs.reports(name)
+
+# %% [markdown] ring
+# ## 1. Ring-allreduce by hand
+#
+# `N` processes sit in a ring; each splits its array into `N` chunks. Two phases of
+# `N - 1` steps each, where every process sends one chunk to its right neighbour and
+# receives one from its left neighbour at the same time:
+#
+# - **reduce-scatter**: each received chunk is added to the local one; after `N - 1`
+#   steps, process `r` holds the complete sum of chunk `(r + 1) mod N`;
+# - **all-gather**: the complete chunks travel once more around the ring, overwriting,
+#   until every process has every summed chunk.
+#
+# Each process sends `2 (N - 1)` chunks of `size / N`: about twice the array, whatever
+# `N` is. No process is a bottleneck, which is why Horovod (named after a circle dance)
+# and NCCL use it. Four ranks here; the result must equal MPI's `Allreduce`.
+
+# %%
+%%distribute --strategy horovod --workers 4 --wait
+import os
+import time
+
+import numpy as np
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+r, n = comm.Get_rank(), comm.Get_size()
+left, right = (r - 1) % n, (r + 1) % n
+
+
+def ring_allreduce(data):
+    chunks = np.array_split(data.copy(), n)
+    sent = 0
+    for step in range(n - 1):  # reduce-scatter
+        out, into = (r - step) % n, (r - step - 1) % n
+        incoming = np.empty_like(chunks[into])
+        comm.Sendrecv(chunks[out], dest=right, recvbuf=incoming, source=left)
+        chunks[into] += incoming
+        sent += chunks[out].nbytes
+    for step in range(n - 1):  # all-gather
+        out, into = (r + 1 - step) % n, (r - step) % n
+        incoming = np.empty_like(chunks[into])
+        comm.Sendrecv(chunks[out], dest=right, recvbuf=incoming, source=left)
+        chunks[into] = incoming
+        sent += chunks[out].nbytes
+    return np.concatenate(chunks), sent
+
+
+data = np.random.default_rng(r).random(1_000_000, dtype=np.float32)  # 4 MB per rank
+mine, sent = ring_allreduce(data)
+theirs = np.empty_like(data)
+comm.Allreduce(data, theirs, op=MPI.SUM)
+same = bool(np.allclose(mine, theirs, rtol=1e-5))
+
+timings = {"ring": [], "mpi": []}
+for _ in range(3 if os.environ.get("DDL_WORKSHOP_QUICK") == "1" else 10):
+    for name, fn in (("ring", lambda: ring_allreduce(data)),
+                     ("mpi", lambda: comm.Allreduce(data, theirs, op=MPI.SUM))):
+        comm.Barrier()
+        start = time.perf_counter()
+        fn()
+        timings[name].append(time.perf_counter() - start)
+print(f"rank {r}: same as Allreduce: {same}; sent {sent / data.nbytes:.2f}x the array; "
+      f"ring {min(timings['ring']) * 1e3:.1f} ms, MPI {min(timings['mpi']) * 1e3:.1f} ms (best of {len(timings['mpi'])})")
+report(same=int(same), sent_ratio=sent / data.nbytes, ring_ms=min(timings["ring"]) * 1e3,
+       mpi_ms=min(timings["mpi"]) * 1e3)
+
+# %%
+ring = reported(_ddl_job)
+ring
+
+# %% [markdown] ring-reading
+# Every rank got MPI's answer and sent 1.5 times its array (`2 × 3 / 4`). MPI's own
+# `Allreduce` is usually faster: it picks an algorithm by message size and process
+# count, and on one machine it can use shared memory instead of messages.
+#
+# **Parameter server or all-reduce?** With a parameter server, every worker sends its
+# whole gradient to the server and receives the whole model back each step: the
+# server's link carries `N` times the model each way, and grows with every worker
+# (sharding the variables over several PS spreads that load). In the ring each link
+# carries about twice the model, for any `N`. The PS design wins where workers should
+# not wait for each other (asynchronous training, very large sparse embeddings);
+# synchronous all-reduce wins for dense models on fast links.
+
+# %%
+def traffic_per_step(model_mib, workers):
+    """MiB through the busiest link per step: one parameter server vs a ring."""
+    return {"parameter server": 2 * workers * model_mib, "ring all-reduce": 2 * (workers - 1) / workers * model_mib}
+
+
+for workers in (2, 4, 8, 16):
+    t = traffic_per_step(100, workers)
+    print(f"{workers:2} workers, 100 MiB model: busiest link carries {t['parameter server']:6.0f} MiB "
+          f"with one PS, {t['ring all-reduce']:5.0f} MiB in a ring")
+
+# %% [markdown] pipeline
+# ## 2. Model and pipeline parallelism
+#
+# When the model does not fit one device, split **the model** instead of the data:
+#
+# - **model (tensor) parallelism** splits each layer's weights over devices: every
+#   device computes part of every layer, and they exchange partial results inside
+#   each layer. It needs very fast links (it is used inside one NVLink machine);
+# - **pipeline parallelism** puts consecutive layers on different devices (stages).
+#   A batch is cut into **micro-batches** that flow through the stages like an assembly
+#   line, so stage 1 works on micro-batch 1 while stage 0 already computes
+#   micro-batch 2. At the start and the end of each batch some stages idle: the
+#   "bubble", smaller with more micro-batches.
+#
+# Two processes, two stages: rank 0 holds the first layer, rank 1 the second and the
+# loss. Activations go forward with `dist.send`, their gradients come back with
+# `dist.recv`. Rank 1 also trains the same model in one piece, from the same start, on
+# the same data: the two must end with the same loss.
+
+# %%
+%%distribute --strategy torch-ddp --replicas 2 --wait
+import torch
+import torch.distributed as dist
+
+torch.manual_seed(0)
+first = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU())  # stage 0
+second = torch.nn.Linear(64, 1)                                        # stage 1
+whole = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
+whole.load_state_dict({**{f"0.{k}": v for k, v in first[0].state_dict().items()},
+                       **{f"2.{k}": v for k, v in second.state_dict().items()}})
+stage = first if rank == 0 else second
+opt = torch.optim.SGD(stage.parameters(), lr=0.05)
+opt_whole = torch.optim.SGD(whole.parameters(), lr=0.05)
+
+g = torch.Generator().manual_seed(1)
+x = torch.randn(64, 16, generator=g)
+y = x[:, :4].sum(1, keepdim=True)
+micro = 4  # micro-batches per batch
+for step in range(30):
+    opt.zero_grad()
+    losses = []
+    for xs, ys in zip(x.chunk(micro), y.chunk(micro)):
+        if rank == 0:
+            act = stage(xs)
+            dist.send(act.detach(), dst=1)       # forward: activations to stage 1
+            grad = torch.empty_like(act)
+            dist.recv(grad, src=1)               # backward: their gradient comes back
+            act.backward(grad)
+        else:
+            act = torch.empty(len(xs), 64)
+            dist.recv(act, src=0)
+            act.requires_grad_()
+            loss = torch.nn.functional.mse_loss(stage(act), ys) / micro
+            loss.backward()
+            dist.send(act.grad, dst=0)
+            losses.append(loss.item())
+    opt.step()
+    if rank == 1:  # the reference: the whole model in one process
+        opt_whole.zero_grad()
+        reference = torch.nn.functional.mse_loss(whole(x), y)
+        reference.backward()
+        opt_whole.step()
+
+if rank == 1:
+    print(f"pipeline loss {sum(losses):.6f}, one-process loss {reference.item():.6f}")
+    report(pipeline_loss=sum(losses), reference_loss=reference.item())
+
+# %%
+pipeline = dict(reported(_ddl_job))["worker-0"]
+pipeline
+
+# %% [markdown] pipeline-reading
+# Same numbers: splitting the model changed where it runs, not what it computes. This
+# small version runs the micro-batches one after the other, so the two stages never
+# work at the same time; real pipelines (GPipe, PipeDream, `torch.distributed.pipelining`,
+# DeepSpeed's pipeline engine) overlap them and combine pipelines with data parallelism.
+#
+# ## 3. Elastic training
+#
+# An **elastic** job keeps training when processes come and go: a node is preempted,
+# or more GPUs free up. Every process runs under `torchrun`, whose agents meet at a
+# **rendezvous**; when membership changes, the agents stop the workers, meet again
+# with the new set, and restart them, which resume from their last checkpoint. On a
+# cluster the PyTorchJob's `elasticPolicy` gives the bounds (`minReplicas`,
+# `maxReplicas`) and the rendezvous backend.
+#
+# `--strategy torch-elastic` runs that here: two workers, each under a torchrun
+# agent. Each prints what the agent gave it.
+
+# %%
+%%distribute --strategy torch-elastic --replicas 2 --wait
+import os
+
+import torch
+import torch.distributed as dist
+
+t = torch.ones(1)
+dist.all_reduce(t)
+print(f"RANK={os.environ['RANK']} WORLD_SIZE={os.environ['WORLD_SIZE']} "
+      f"GROUP_RANK={os.environ['GROUP_RANK']} restarts={os.environ.get('TORCHELASTIC_RESTART_COUNT')} "
+      f"rendezvous={os.environ.get('PET_RDZV_BACKEND')} nnodes={os.environ.get('PET_NNODES')}")
+report(elastic_rank=dist.get_rank(), world=dist.get_world_size(), total=t.item())
+
+# %%
+elastic = reported(_ddl_job)
+elastic
+
+# %% [markdown] elastic-yaml
+# On a cluster the same job is a PyTorchJob with an `elasticPolicy`:
+
+# %%
+%%distribute --strategy torch-elastic --replicas 2 --dry-run
+import torch.distributed as dist
+
+# %% [markdown] tpu
+# ## 4. TPUs
+#
+# `TPUStrategy` is the `MirroredStrategy` of Google's TPUs: one program drives the
+# chips of a TPU host, and the strategy replicates the model over them. A TPU job
+# needs a cluster with TPU nodes (Google Kubernetes Engine), so here it is a dry run:
+# one TFJob worker asking for 8 `google.com/tpu`; the runtime connects to the TPU with
+# `TPUClusterResolver` before the cell runs.
+
+# %%
+%%distribute --strategy tf-tpu --tpus 8 --dry-run
+import tensorflow as tf
+
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(1)])
+
+# %% [markdown] zero
+# ## 5. DeepSpeed and ZeRO
+#
+# Data parallelism copies everything to every GPU: the weights, the gradients and the
+# optimizer's state (Adam keeps two values per weight, in fp32). For a model of `P`
+# weights trained in mixed precision with Adam that is about `16 P` bytes per GPU:
+# 2 (fp16 weights) + 2 (fp16 gradients) + 12 (fp32 master weights and Adam's two
+# moments). DeepSpeed's **ZeRO** removes the copies by splitting them over the `N`
+# data-parallel processes:
+#
+# - stage 1 splits the optimizer state: `4 P + 12 P / N`;
+# - stage 2 also the gradients: `2 P + 14 P / N`;
+# - stage 3 also the weights: `16 P / N`, gathered layer by layer when needed.
+#
+# The price is more communication (stage 3 gathers the weights in every forward and
+# backward pass). This cell does the arithmetic for a 7.5-billion-weight model:
+
+# %%
+def zero_memory_gib(weights, gpus):
+    """Per-GPU GiB for model states (mixed precision + Adam) under each ZeRO stage."""
+    gib = 2**30
+    return {
+        "plain data parallel": 16 * weights / gib,
+        "ZeRO stage 1": (4 * weights + 12 * weights / gpus) / gib,
+        "ZeRO stage 2": (2 * weights + 14 * weights / gpus) / gib,
+        "ZeRO stage 3": 16 * weights / gpus / gib,
+    }
+
+
+zero = zero_memory_gib(7.5e9, 64)
+for stage_name, gib in zero.items():
+    print(f"{stage_name:20} {gib:7.1f} GiB per GPU (64 GPUs)")
+
+# %% [markdown] deepspeed-yaml
+# A DeepSpeed job is a PyTorchJob like DDP (DeepSpeed reads the same `MASTER_ADDR`,
+# `RANK`, `WORLD_SIZE`); the ZeRO stage lives in the DeepSpeed config the cell passes
+# to `deepspeed.initialize`. Without GPUs (and without DeepSpeed installed here) this
+# is a dry run:
+
+# %%
+%%distribute --strategy deepspeed --replicas 2 --gpus 1 --dry-run
+import deepspeed
+import torch
+
+model = torch.nn.Linear(8, 1)
+config = {"train_batch_size": 64, "zero_optimization": {"stage": 2}, "fp16": {"enabled": True},
+          "optimizer": {"type": "Adam", "params": {"lr": 1e-3}}}
+engine, optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(),
+                                               config=config)
+
+# %% [markdown] ex-ring
+# ### Try this
+#
+# Predict how many times its array each rank sends in the ring-allreduce with
+# `--workers 8`, then with `--workers 2`.
+# **Expected:** `2 × 7 / 8 = 1.75` and `2 × 1 / 2 = 1.0`: it approaches 2 as the
+# ring grows, and never more.
+
+# %% solution
+for workers in (2, 4, 8):
+    print(f"{workers} ranks: each sends {2 * (workers - 1) / workers:.2f}x its array")
+
+# %% [markdown] summary
+# ## What we saw
+#
+# (The test suite checks these values.)
+
+# %%
+outcome = {
+    "ring_same": sorted({bool(v["same"]) for _, v in ring}),
+    "ring_ranks": len(ring),
+    "ring_sent_ratio": sorted({round(v["sent_ratio"], 3) for _, v in ring}),
+    "pipeline_matches": abs(pipeline["pipeline_loss"] - pipeline["reference_loss"]) < 1e-5,
+    "pipeline_learned": pipeline["reference_loss"] < 0.5,
+    "elastic_ranks": sorted(int(v["elastic_rank"]) for _, v in elastic),
+    "elastic_total": sorted({v["total"] for _, v in elastic}),
+    "zero3_gib": round(zero["ZeRO stage 3"], 2),
+}
+outcome["ok"] = (
+    outcome["ring_same"] == [True]
+    and outcome["ring_ranks"] == 4
+    and outcome["ring_sent_ratio"] == [1.5]
+    and outcome["pipeline_matches"]
+    and outcome["elastic_ranks"] == [0, 1]
+    and outcome["elastic_total"] == [2.0]
+)
+outcome

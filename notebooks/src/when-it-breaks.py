@@ -1,0 +1,333 @@
+# %% [markdown] title
+# # When it breaks: crashes, hangs, memory, restarts, cancel
+#
+# A distributed job fails in ways a single process does not: one rank crashes and the
+# others report a *different* error; one rank hangs and the others wait for it forever;
+# a restart helps only if the failure was passing. This notebook breaks jobs on
+# purpose and shows where to look. Each step says what you should see; the cells after
+# it check that the failure happened as described.
+#
+# Cells marked as failing on purpose show the job's one-line error; the notebook goes
+# on after them (they carry the `raises-exception` tag).
+
+# %%
+%load_ext jupyter_ddl
+
+# %%
+import os
+import time
+
+from jupyter_ddl.manager import default_manager
+
+jobs = default_manager()  # the API behind %%distribute and %ddl
+
+
+def replicas(name):
+    """Each replica's state, exit code and restarts, as %ddl status shows them."""
+    return {r.id: (r.state.value, r.exit_code, r.restarts) for r in jobs.get(name).replicas}
+
+
+def failed_first(name):
+    """The failed replica whose own output ended first: the likely cause. Peers that
+    lost it fail a moment later, with an error about the connection."""
+    last_output = {}
+    for line in jobs.logs(name):
+        if line.stream != "ddl" and line.time is not None:  # ddl: jupyter-ddl's own notes
+            last_output[line.replica] = line.time
+    failed = [r.id for r in jobs.get(name).replicas if r.state.value == "Failed"]
+    return min(failed, key=lambda rid: last_output.get(rid, float("inf")))
+
+# %% [markdown] crash
+# ## 1. One rank crashes
+#
+# Three replicas (rank 0, 1 and 2). Rank 2 stops with exit code 3 before the first
+# all-reduce; ranks 0 and 1 are already in it. `--restart-policy Never` keeps the
+# crash from being retried, so we see it at once.
+#
+# **What you should see:** the cell fails with one line, `job ... failed: ...`. Read
+# it closely: it may name a replica that only *noticed* the crash (its error says
+# "Connection closed by peer"), not the one that crashed.
+
+# %% raises
+%%distribute --strategy torch-ddp --replicas 3 --restart-policy Never --wait
+import sys
+
+import torch
+import torch.distributed as dist
+
+print(f"rank {rank}: starting", flush=True)
+if rank == 2:
+    print("rank 2: cannot read my data shard, giving up", flush=True)
+    sys.exit(3)
+total = torch.ones(1)
+dist.all_reduce(total)  # ranks 0 and 1 wait here for rank 2
+print("not reached", flush=True)
+
+# %% [markdown] crash-who
+# `%ddl status` lists every replica with its state, restarts and exit code; the
+# job's one-line message comes first.
+
+# %%
+crashed = _ddl_job
+%ddl status $crashed
+
+# %% [markdown] crash-first
+# Which replica failed *first*? Every failed replica has an exit code, but only one
+# caused the others to fail. `failed_first` looks at the time of each replica's last
+# output line: the cause stopped talking first. Then read that replica's own log.
+
+# %%
+cause = failed_first(crashed)
+print("failed first:", cause, replicas(crashed)[cause])
+%ddl logs $crashed --replica $cause
+
+# %%
+crash_replicas = replicas(crashed)
+assert jobs.get(crashed).state.value == "Failed"
+assert cause == "worker-1" and crash_replicas["worker-1"][:2] == ("Failed", 3), crash_replicas
+assert "not reached" not in " ".join(line.text for line in jobs.logs(crashed))
+
+# %% [markdown] crash-lesson
+# Rank 2 is `worker-1` (the Master is rank 0, `worker-0` rank 1). The other replicas
+# failed with gloo's "Connection closed by peer": a symptom, not the cause. On a
+# cluster it is the same: `kubectl logs` of the pod whose container ended first.
+#
+# ## 2. One rank hangs
+#
+# Now rank 1 never reaches the all-reduce (it sleeps, as a rank stuck reading a slow
+# disk or in a deadlock would), and rank 0 waits in the all-reduce. Nothing fails:
+# the job just stops making progress. gloo would give up after its default timeout
+# of 30 minutes (`init_process_group(timeout=...)` changes it).
+#
+# `--timeout 8` stops *waiting* after 8 seconds; the job goes on running.
+#
+# **What you should see:** after about 8 seconds, a line saying the job is still
+# running and how to wait again.
+
+# %%
+%%distribute --strategy torch-ddp --replicas 2 --wait --timeout 8
+import time
+
+import torch
+import torch.distributed as dist
+
+if rank == 1:
+    print("rank 1: loading...", flush=True)
+    time.sleep(3600)  # stuck
+print(f"rank {rank}: entering all_reduce", flush=True)
+dist.all_reduce(torch.ones(1))
+
+# %% [markdown] hang-find
+# Both replicas are `Running`. Which one is stuck? The one whose log stops *before*
+# the collective: a progress line before each collective makes that easy to see.
+
+# %%
+hung = _ddl_job
+%ddl status $hung
+
+# %%
+def last_line(name, replica):
+    lines = [line.text for line in jobs.logs(name, replica=replica) if line.stream != "ddl"]
+    return lines[-1] if lines else ""
+
+
+hang_states = replicas(hung)
+stuck = [rid for rid in hang_states if "entering all_reduce" not in last_line(hung, rid)]
+print("running:", hang_states, "stuck before the collective:", stuck)
+assert {state for state, _, _ in hang_states.values()} == {"Running"}
+assert stuck == ["worker-0"]
+
+# %% [markdown] cancel
+# ## 3. Cancel
+#
+# `%ddl cancel` stops every process of the job (on a cluster: deletes its pods). The
+# job ends `Cancelled`, its replicas `Terminated`; the logs stay.
+
+# %%
+%ddl cancel $hung
+
+# %%
+cancelled = jobs.wait(hung, timeout=30)
+print(cancelled.state.value, replicas(hung))
+assert cancelled.state.value == "Cancelled"
+assert all(state == "Terminated" for state, _, _ in replicas(hung).values())
+
+# %% [markdown] oom
+# ## 4. Out of memory
+#
+# On Kubernetes, `--memory 512Mi` becomes the container's memory limit; a container
+# that goes past it is killed by the kernel (SIGKILL, exit code 137, reason
+# `OOMKilled`). The local backend does **not** enforce `--memory` (it only records
+# it), so this cell sets a limit on itself with `resource.setrlimit` (Linux): the
+# process may grow 256 MiB past what it already uses, then asks for 1 GiB. Here the
+# allocation fails with an error (exit code 1) instead of a kill; the lesson is the
+# same: the replica's own log names the memory, the job only says it failed.
+#
+# **What you should see:** the cell fails with one line; the log of `master-0` ends
+# with "can't allocate memory".
+
+# %% raises
+%%distribute --strategy torch-dp --memory 512Mi --restart-policy Never --wait
+import resource
+
+import torch
+
+
+def address_space():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmSize:"))
+
+
+limit = address_space() + 256 * 2**20
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+print(f"limit: {limit / 2**30:.2f} GiB of address space; asking for 1 GiB more", flush=True)
+big = torch.zeros(256, 1024, 1024)  # 1 GiB of float32
+
+# %%
+oom = _ddl_job
+oom_tail = [line.text for line in jobs.logs(oom, replica="master-0") if line.stream != "ddl"][-3:]
+print(replicas(oom), *oom_tail, sep="\n")
+assert jobs.get(oom).state.value == "Failed" and replicas(oom)["master-0"][:2] == ("Failed", 1)
+assert any("can't allocate memory" in text for text in oom_tail)
+
+# %% [markdown] restarts
+# ## 5. Restart policy and backoff
+#
+# The operators restart failed replicas according to the **restart policy**:
+# `Never`, `OnFailure` (PyTorchJob's and TFJob's default), `Always`, or `ExitCode`
+# (restart on exit codes 128 and above: killed by a signal, e.g. OOMKilled; fail on
+# the others, your program's own errors). Each restart waits longer than the last
+# (**backoff**: 0.5 s, 1 s, 2 s... here; on a cluster the kubelet's 10 s, 20 s, 40 s...
+# up to 5 minutes), and `--backoff-limit` caps the restarts of the whole job
+# (jupyter-ddl sets 3 when you give none: the operators' own default never stops).
+#
+# A restart helps a *passing* failure. This replica fails on its first run only (a
+# marker file stands for "the data server was not up yet"):
+#
+# **What you should see:** the job succeeds; `master-0` shows 1 restart.
+
+# %%
+%%distribute --strategy torch-dp --restart-policy OnFailure --backoff-limit 3 --wait
+import os
+import sys
+import tempfile
+
+marker = os.path.join(tempfile.gettempdir(), os.environ["JUPYTER_DDL_JOB"] + ".first-run")
+if not os.path.exists(marker):
+    open(marker, "w").close()
+    print("first run: the data server is not up yet", flush=True)
+    sys.exit(1)
+os.remove(marker)
+print("second run: training", flush=True)
+
+# %%
+passing = _ddl_job
+print(jobs.get(passing).state.value, replicas(passing))
+assert jobs.get(passing).state.value == "Succeeded" and replicas(passing)["master-0"][2] == 1
+
+# %% [markdown] backoff
+# A failure that does not pass uses up the backoff limit, then fails the job.
+# `--backoff-limit 1`: one restart, then `Failed`.
+#
+# **What you should see:** the cell fails with one line; `master-0` shows 1 restart
+# and exit code 2; its log has jupyter-ddl's own notes (the `[ddl]` lines) on each
+# restart.
+
+# %% raises
+%%distribute --strategy torch-dp --restart-policy OnFailure --backoff-limit 1 --wait
+import sys
+
+print("the config file has a typo", flush=True)
+sys.exit(2)
+
+# %%
+exhausted = _ddl_job
+notes = [f"{line.time:.1f} {line.text}" for line in jobs.logs(exhausted) if line.stream == "ddl"]
+print(replicas(exhausted), *notes, sep="\n")
+assert jobs.get(exhausted).state.value == "Failed"
+assert replicas(exhausted)["master-0"] == ("Failed", 2, 1)
+
+# %% [markdown] attach
+# ## 6. Close the notebook, come back
+#
+# A job does not belong to the kernel that started it: a supervisor process runs it,
+# so it goes on when the kernel restarts or the browser closes. A new kernel finds it
+# again (`%ddl list`) and `%ddl attach NAME` brings back its live view.
+#
+# Here a job runs in the background (no `--wait`); then a *new* `JobManager`, as a
+# restarted kernel would make, finds it running.
+
+# %%
+%%distribute --strategy torch-ddp --replicas 2
+import time
+
+for step in range(600):
+    report(step=step)
+    time.sleep(0.1)
+
+# %%
+from jupyter_ddl.config import load_config
+from jupyter_ddl.manager import JobManager
+
+background = _ddl_job
+fresh = JobManager(config=load_config())  # what a restarted kernel starts with
+deadline = time.monotonic() + 60
+while fresh.get(background).state.value == "Pending" and time.monotonic() < deadline:
+    time.sleep(0.3)  # the replicas are starting
+found = {status.name: status.state.value for status in fresh.list(backend="local")}
+print(background, "seen by a new manager as", found[background])
+assert found[background] == "Running"
+fresh.close()
+
+# %%
+%ddl attach $background
+
+# %% [markdown] attach-cancel
+# The live view is back. We do not need this job any more:
+
+# %%
+%ddl cancel $background
+
+# %% [markdown] ex-never
+# ### Try this
+#
+# Run the passing failure of section 5 again with `--restart-policy Never`.
+# **Expected:** the job fails after its first run (exit code 1), with 0 restarts: a
+# policy of `Never` turns every passing failure into a failed job. Then try
+# `--restart-policy ExitCode`: exit code 1 is a permanent error under that policy, so
+# it fails too; an OOM kill (137) would have been retried.
+
+# %% solution
+from jupyter_ddl.backends.local.policy import Exit, on_exit
+from jupyter_ddl.models import RestartPolicy
+
+for policy in (RestartPolicy.NEVER, RestartPolicy.ON_FAILURE, RestartPolicy.EXIT_CODE):
+    decided = {code: on_exit(policy, code, None).value for code in (0, 1, 137)}
+    print(f"{policy.value:10} exit code -> {decided}")
+
+# %% [markdown] summary
+# ## What we broke
+#
+# (The test suite checks these values.)
+
+# %%
+cancelled_states = jobs.wait(background, timeout=30).state.value
+outcome = {
+    "crash": {"state": jobs.get(crashed).state.value, "failed_first": cause,
+              "exit_code": crash_replicas[cause][1]},
+    "hang": {"stuck": stuck, "after_cancel": cancelled.state.value},
+    "oom": {"state": jobs.get(oom).state.value, "exit_code": replicas(oom)["master-0"][1]},
+    "passing": {"state": jobs.get(passing).state.value, "restarts": replicas(passing)["master-0"][2]},
+    "exhausted": {"state": jobs.get(exhausted).state.value, "restarts": replicas(exhausted)["master-0"][2]},
+    "background": cancelled_states,
+}
+outcome["ok"] = outcome == {
+    **outcome,
+    "crash": {"state": "Failed", "failed_first": "worker-1", "exit_code": 3},
+    "hang": {"stuck": ["worker-0"], "after_cancel": "Cancelled"},
+    "oom": {"state": "Failed", "exit_code": 1},
+    "passing": {"state": "Succeeded", "restarts": 1},
+    "exhausted": {"state": "Failed", "restarts": 1},
+    "background": "Cancelled",
+}
+outcome

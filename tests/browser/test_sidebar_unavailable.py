@@ -1,0 +1,54 @@
+"""The sidebar with a cluster that does not answer: the local job is still listed, and
+one line under the header names the unavailable backend and why."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.support import deadends
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.timeout(180)]
+
+JOB = "ui-local-only"
+
+
+@pytest.fixture
+def cluster_down(data_dir, tmp_path, monkeypatch):
+    """Before the server starts: a finished local job, and a kubeconfig whose server
+    refuses connections."""
+    from jupyter_ddl.backends.local import LocalBackend
+    from jupyter_ddl.bundle import build_bundle
+    from jupyter_ddl.models import JobSpec
+
+    url = deadends.closed_port_url()
+    monkeypatch.setenv("KUBECONFIG", str(deadends.write_kubeconfig(tmp_path / "kc", url)))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    b = LocalBackend()
+    b.submit(JobSpec(name=JOB, strategy="tf-mirrored", replicas={"Worker": 1}),
+             build_bundle("print('ran')\n"))  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not b.get(JOB).state.finished:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    return url
+
+
+def test_sidebar_shows_local_jobs_and_names_the_unreachable_cluster(
+    cluster_down, lab, browser, artifacts
+):
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        page.goto(f"{lab['url']}lab?token={lab['token']}")
+        page.wait_for_selector('.jp-SideBar [data-id="jupyter-ddl-jobs"]', timeout=60_000)
+        page.click('.jp-SideBar [data-id="jupyter-ddl-jobs"]')
+        page.wait_for_selector(f'.jp-DDL-jobrow[data-job="{JOB}"][data-state="Succeeded"]')
+        line = page.wait_for_selector('.jp-DDL-unavailable-line[data-backend="kubernetes"]')
+        text = line.inner_text()
+        assert text.startswith(f"kubernetes: not reachable at {cluster_down}: connection refused")
+        assert page.locator(".jp-DDL-unavailable-line").count() == 1
+        assert not page.is_visible(".jp-DDL-panel-status.jp-DDL-error")
+        page.screenshot(path=str(artifacts / "sidebar-cluster-down.png"))
+    finally:
+        page.close()
