@@ -17,7 +17,7 @@ from .config import Config
 from .kinds import TrainJobKind
 from .manifests import CODE_DIR, WORK_DIR, build_manifests, common, secret_name
 from .models import CodeBundle, JobSpec
-from .shape import TRAINER_RELEASE_OPTION, JobShape
+from .shape import TRAINER_RELEASE_OPTION, JobShape, is_trainjob
 from .strategies import get_strategy
 from .trainer import release_named
 
@@ -51,7 +51,7 @@ def render_yaml(
 def for_trainer_release(spec: JobSpec, release: str | None) -> JobSpec:
     """``spec`` written for Trainer ``release`` (a TrainJob; other specs as they are).
     Raises ValidationError for a release jupyter-ddl does not know."""
-    if release is None or spec.target != "TrainJob":
+    if release is None or not is_trainjob(spec):
         return spec
     options = {**spec.backend_options, TRAINER_RELEASE_OPTION: release_named(release).name}
     return dataclasses.replace(spec, backend_options=options)

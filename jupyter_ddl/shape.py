@@ -28,6 +28,11 @@ TRAINER_RELEASE_OPTION = "trainer_release"
 TRAINER_RUNTIME_OPTION = "trainer_runtime"
 
 
+def is_trainjob(spec: JobSpec) -> bool:
+    """Does ``spec`` target Trainer v2 (``target`` names the TrainJob kind)?"""
+    return spec.target == kinds.TRAINJOB.name
+
+
 def rid(role: str, index: int) -> str:
     """The replica id ``worker-1``: the operator's pod-name suffix (§1.3)."""
     return f"{role.lower()}-{index}"
@@ -167,7 +172,7 @@ def fill_counts(
     leaves the counts as they are (validation reports it).
     """
     strategy = CATALOG.get(strategy_name)
-    if strategy is None or (target == "TrainJob" and "Node" in replicas):
+    if strategy is None or (target == kinds.TRAINJOB.name and "Node" in replicas):
         return dict(replicas)
     return {**strategy.default_replicas(), **replicas}
 
@@ -183,7 +188,7 @@ def resolve(spec: JobSpec) -> JobShape:
         raise ValidationError(bad)
     job_kind: Kind = strategy.kind
     runtime = num_nodes = None
-    if spec.target == "TrainJob":
+    if is_trainjob(spec):
         job_kind = kinds.TRAINJOB.for_release(trainer_release(spec))
         runtime = trainer_runtime(spec, strategy, job_kind)
         num_nodes = given.get("Node")

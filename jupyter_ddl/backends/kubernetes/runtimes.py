@@ -52,14 +52,17 @@ class Found:
         return f"Trainer {self.release}, {self.source}"
 
     def fallbacks(self) -> list[str]:
-        """Releases to try after this one when the cluster refuses its override field."""
+        """Releases to try after this one when the cluster refuses its override field:
+        the newest older release of each other field (§4.6)."""
         if self.sure:
             return []
-        return [
-            r
-            for r in reversed(RELEASES)
-            if release_named(r).number < release_named(self.release).number
-        ]
+        tried, out = {release_named(self.release).override_field}, []
+        for name in reversed(RELEASES):
+            r = release_named(name)
+            if r.number < release_named(self.release).number and r.override_field not in tried:
+                tried.add(r.override_field)
+                out.append(name)
+        return out
 
 
 def find_release(conn: Connection, cfg: Config) -> Found:
@@ -72,8 +75,11 @@ def find_release(conn: Connection, cfg: Config) -> Found:
     crd = _crd(conn)
     if crd is not None and release_from_crd(crd):
         named = str(release_from_crd(crd))
-        later = " or later" if named != NEWEST and release_named(named).deadline else ""
-        return Found(named, f"by its TrainJob CRD's fields (v{named[1:]}{later})", True)
+        # v2.2 and v2.3 declare the same fields: both write the same TrainJob
+        later = " or later" if release_named(named).deadline else ""
+        return Found(
+            named, f"{later.strip() + ', ' if later else ''}read from its TrainJob CRD", True
+        )
     return Found(
         NEWEST, "assumed (no kubeflow-trainer-public ConfigMap or TrainJob CRD readable)", False
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import calendar
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...errors import DDLError
@@ -173,7 +173,7 @@ def job_status(
     obj: dict[str, Any],
     pods: list[dict[str, Any]],
     namespace: str | None = None,
-    gone: list[dict[str, Any]] = (),  # type: ignore[assignment]
+    gone: Sequence[dict[str, Any]] = (),
 ) -> JobStatus:
     """The JobStatus of a job object and the pods found with ``kind.pod_selector``.
     ``gone``: the last state of pods deleted as the job ended (cleanPodPolicy, a

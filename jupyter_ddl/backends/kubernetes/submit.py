@@ -186,24 +186,25 @@ def _create_job(
     render: Callable[[JobSpec], list[dict[str, Any]]],
 ) -> tuple[dict[str, Any], JobSpec]:
     """Create the job object. A TrainJob whose release was only assumed is tried again
-    for each older release while the cluster refuses that release's override field."""
-    tries = [spec] + [_with_options(spec, **{TRAINER_RELEASE_OPTION: r}) for r in (found.fallbacks() if found else [])]  # fmt: skip
-    for attempt, s in enumerate(tries):
-        kind = s.shape.job_kind
-        about = found.describe() if found and attempt == 0 else None
-        if found and attempt:
-            about = f"Trainer {s.backend_options[TRAINER_RELEASE_OPTION]}, tried after the cluster refused newer fields"
+    for an older release while the cluster refuses the tried release's override field
+    (a refused create changes nothing)."""
+    older = found.fallbacks() if found else []
+    about = found.describe() if found else None
+    while True:
+        kind = spec.shape.job_kind
         try:
-            return CustomObjects(conn, kind, written_for=about).create(render(s)[0]), s
+            return CustomObjects(conn, kind, written_for=about).create(render(spec)[0]), spec
         except ValidationError as e:
-            field_name = (
-                f"spec.{kind.release.override_field}" if isinstance(kind, TrainJobKind) else ""
-            )
-            if attempt + 1 < len(tries) and field_name and field_name in str(e):
-                log.info("the cluster refused %s: trying an older Trainer release", field_name)
-                continue
-            raise
-    raise AssertionError("unreachable: the last try returns or raises")
+            refused = isinstance(
+                kind, TrainJobKind
+            ) and f"spec.{kind.release.override_field}" in str(e)
+            if not (older and refused):
+                raise
+        release = older.pop(0)
+        log.info("the cluster refused %s's fields: trying Trainer %s", about, release)
+        spec = _with_options(spec, **{TRAINER_RELEASE_OPTION: release})
+        about = f"Trainer {release}, tried after the cluster refused a newer release's field"
+        validate(spec)  # an older release may lack what the spec asks (a deadline)
 
 
 def _api_for(conn: Connection, obj: dict[str, Any]) -> tuple[Any, str]:

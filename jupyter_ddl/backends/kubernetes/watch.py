@@ -7,9 +7,9 @@ the job object, a list+watch of its pods by the operator's labels, a watch of Wa
 events, a metrics.k8s.io poller, and the log multiplexer (``multiplex``: one selector
 thread and a few opener threads follow every container, however many pods; a restarted
 container has a new ID and gets a new follower). The consumer (``events()``, the
-caller's thread) folds items into JobStatus and yields events. Watches read the API's
-raw JSON lines (no model objects), re-list on 410 Gone (the re-list is the whole truth:
-a pod deleted while nobody watched leaves the table) and reconnect with backoff.
+caller's thread) folds items into JobStatus and yields events. The list+watch producers
+(``listwatch``) re-list on 410 Gone, and the re-list is the whole truth: a pod deleted
+while nobody watched leaves the table.
 
 Besides pod reasons, the operators' own refusals reach the user (a pod the API server
 refused is only an event on the job or its batch Job, operator-contract.md §10.18), and
@@ -32,7 +32,7 @@ from ...metrics import parse_metric_line
 from ...models import EventKind, JobEvent, JobState, JobStatus, LogLine, ReplicaStatus
 from . import status as S
 from .connection import Connection
-from .logs import iter_lines
+from .listwatch import ListWatch
 from .multiplex import LogMultiplexer, Stream
 from .objects import CustomObjects
 from .reasons import EVENT_REASONS, event_waiting
@@ -63,8 +63,7 @@ class JobWatcher:
         self.followers: dict[str, Stream] = {}  # container ID -> its follower
         self._last_follower: dict[str, Stream] = {}  # replica id -> its latest follower
         self._mux: LogMultiplexer | None = None
-        self._watches: set[Any] = set()  # open watch responses, cut when we stop
-        self._wlock = threading.Lock()
+        self._lw = ListWatch(self._put, self._halt, self.stop)
         self.offsets: dict[str, int] = {}  # replica id -> next line offset
         self.last_lines: dict[str, deque[str]] = {}
         self.pod_ids: dict[str, str] = {}  # pod name -> replica id
@@ -91,83 +90,6 @@ class JobWatcher:
         t.start()
         return t
 
-    def _list_watch(self, tag: str, list_fn: Callable[..., Any], **kw: Any) -> None:
-        """List, then watch from the list's resourceVersion; re-list on 410, back off on
-        errors. Reads the raw JSON (``_preload_content=False``): objects stay dicts, and
-        the client's own watch helper (which buffers whole reads with some urllib3
-        versions, so events arrive late) is not involved."""
-        from kubernetes.client import ApiException
-
-        delay, rv = 0.2, None
-        while not (self.stop.is_set() or self._halt.is_set()):
-            try:
-                if rv is None:
-                    resp = list_fn(_preload_content=False, **kw)
-                    try:
-                        listing = json.loads(resp.data)
-                    finally:
-                        resp.release_conn()
-                    items = listing.get("items") or []
-                    for item in items:
-                        self._put((tag, ("ADDED", item)))
-                    rv = listing["metadata"]["resourceVersion"]
-                    names = {(i.get("metadata") or {}).get("name") for i in items}
-                    self._put((tag + "-synced", names))
-                rv = self._watch_from(tag, list_fn, rv, **kw)
-                delay = 0.2
-            except ApiException as e:
-                if e.status == 410:
-                    rv = None  # history compacted: re-list (and diff) from scratch
-                    continue
-                if e.status in (403, 404):
-                    self._put(("error", (tag, e)))
-                    return
-                self._halt.wait(delay)
-                delay = min(delay * 2, 10.0)
-            except Exception:  # noqa: BLE001 - network trouble of any kind: reconnect
-                self._halt.wait(delay)
-                delay = min(delay * 2, 10.0)
-
-    def _watch_from(self, tag: str, list_fn: Callable[..., Any], rv: str, **kw: Any) -> str | None:
-        """One watch request; returns the resourceVersion to go on from (None: re-list)."""
-        resp = list_fn(watch=True, resource_version=rv, timeout_seconds=30,
-                       _preload_content=False, **kw)  # fmt: skip
-        with self._wlock:
-            self._watches.add(resp)
-        try:
-            for line in iter_lines(resp, self._halt):
-                if not line:
-                    continue
-                ev = json.loads(line)
-                obj = ev.get("object") or {}
-                if ev.get("type") == "ERROR":
-                    if obj.get("code") == 410:
-                        return None
-                    raise RuntimeError(f"watch error: {obj.get('message')}")
-                rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
-                if ev.get("type") != "BOOKMARK" and not self._put((tag, (ev["type"], obj))):
-                    break
-        finally:
-            with self._wlock:
-                self._watches.discard(resp)
-            resp.release_conn()
-        return rv
-
-    def _cut_watches(self) -> None:
-        """Unblock the watch threads now (they would otherwise wait for the server's
-        timeout): shut their sockets down."""
-        import socket
-
-        with self._wlock:
-            open_now = list(self._watches)
-        for resp in open_now:
-            sock = getattr(getattr(resp, "connection", None), "sock", None)
-            try:
-                if sock is not None:
-                    sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
     def start(self) -> None:
         core, ns = self.conn.client("CoreV1Api"), self.conn.namespace
         job_list = CustomObjects(self.conn, self.kind).list_fn()
@@ -179,15 +101,15 @@ class JobWatcher:
             still_running=self._container_running,
             on_error=lambda rid, err: self._put(("log-error", (rid, err))),
         )
-        self._spawn(self._list_watch, "job", job_list, field_selector=f"metadata.name={self.name}")
+        self._spawn(self._lw.run, "job", job_list, field_selector=f"metadata.name={self.name}")
         self._spawn(
-            self._list_watch,
+            self._lw.run,
             "pod",
             core.list_namespaced_pod,
             namespace=ns,
             label_selector=self.kind.pod_selector(self.name),
         )
-        self._spawn(self._list_watch, "event", core.list_namespaced_event, namespace=ns)
+        self._spawn(self._lw.run, "event", core.list_namespaced_event, namespace=ns)
         if self.usage_every > 0:
             self._spawn(
                 poll_usage,
@@ -230,7 +152,7 @@ class JobWatcher:
             self._halt.set()
             if self._mux is not None:
                 self._mux.close()
-            self._cut_watches()
+            self._lw.cut()
 
     def _status(self) -> JobStatus | None:
         if self.job is None:

@@ -8,7 +8,8 @@ replica's environment from the job object with their own rules (``envs``), and t
 cluster behaves as real ones do where the product could go wrong: unknown fields
 pruned (``fields``), webhook and quota refusals (``policy``), read-only ConfigMap
 volumes (``container``), sidecars and sorted container statuses (``podstatus``),
-Trainer releases and runtimes (``trainer``), foreground deletion (``gc``).
+Trainer releases, runtimes and public ConfigMap (``trainer``, ``use_trainer``), CRDs
+readable by name, foreground deletion (``gc``).
 """
 
 from __future__ import annotations
