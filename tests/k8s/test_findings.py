@@ -213,7 +213,9 @@ def test_finding_6_deepspeed_trainjob_replicas_are_the_pods_that_exist(backend, 
                    command=RUN_CELL)  # fmt: skip
     # one write per line: mpirun forwards each rank's output in the chunks it reads, and
     # an unbuffered print() is several writes, so two ranks' words could interleave
-    cell = "import os\nos.write(1, f\"rank {os.environ.get('OMPI_COMM_WORLD_RANK')}\\n\".encode())\n"
+    cell = (
+        "import os\nos.write(1, f\"rank {os.environ.get('OMPI_COMM_WORLD_RANK')}\\n\".encode())\n"
+    )
     backend.submit(spec, build_bundle(cell))
     events = watch(backend, spec.name, timeout=60)
     assert sorted(t for t in logs(events) if t.startswith("rank")) == ["rank 0", "rank 1"]
