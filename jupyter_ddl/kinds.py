@@ -11,6 +11,7 @@ numbers refer to ``docs/operator-contract.md``.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -38,7 +39,7 @@ Key = tuple[str, int]
 
 
 @dataclass(frozen=True)
-class Kind:
+class Kind(ABC):
     """What every kind has; subclasses fill in their operator's rules."""
 
     name: str
@@ -66,9 +67,10 @@ class Kind:
         return f"jupyter-ddl writes {self.name} for {self.operator}: upgrade the operator"
 
     # -- the pods ---------------------------------------------------------------------
+    @abstractmethod
     def container(self, role: str) -> str:
         """The container the operator looks for in a role's pods: the training one."""
-        raise NotImplementedError
+        ...
 
     def pod_selector(self, job: str) -> str:
         """The label selector of a job's pods (what the Kubeflow SDKs use too)."""
@@ -82,9 +84,10 @@ class Kind:
             return None
         return _ROLE.get(rtype, rtype.capitalize()), int(labels.get(f"{TK}replica-index", "0"))
 
+    @abstractmethod
     def address(self, job: str, namespace: str, role: str, index: int) -> tuple[str, int]:
         """(host, port) by which the other replicas reach replica (role, index)."""
-        raise NotImplementedError
+        ...
 
     def derived_names(self, job: str, counts: Mapping[str, int]) -> list[str]:
         """The DNS labels the operator builds from ``job`` (pods, Services, hostnames),
@@ -110,23 +113,26 @@ class Kind:
         """The spec patch that suspends a job (§1.6, §4.1)."""
         return {"runPolicy": {"suspend": True}}
 
+    @abstractmethod
     def default_restart(self, role: str) -> RestartPolicy:
         """A replica's restartPolicy when the spec names none (§1.1, §3.1)."""
-        raise NotImplementedError
+        ...
 
     def refused_restart(self) -> tuple[RestartPolicy, ...]:
         """restartPolicy values this kind's operator refuses (§3.1)."""
         return ()
 
+    @abstractmethod
     def success_needs(self, keys: Sequence[Key]) -> list[Key]:
         """The replicas whose success ends the job successfully (§1.5, §3.4, §4.4)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def operator_env(
         self, shape: JobShape, role: str, index: int, endpoints: Endpoints
     ) -> dict[str, str]:
         """What the operator injects into replica (role, index) (``contract.py``)."""
-        raise NotImplementedError
+        ...
 
 
 def _labels(pod: Mapping[str, Any]) -> dict[str, str]:
