@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from jupyter_ddl.manager import JobManager
 
 AREA = "training overhead"
-TARGET_RATIO = 0.95
+TARGET_RATIO = 0.97  # the supervisor (log pump, exits, status) must cost ≤ 3 %
 WORLD_SIZE = 2
 MARKER = "DDL_BENCH_STEPS_PER_S"
 _MARKER_RE = re.compile(MARKER + r" rank=(\d+) ([0-9.]+)")

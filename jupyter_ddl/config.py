@@ -46,6 +46,9 @@ class Config:
     kube_connect_timeout: float = 3.0
     kube_read_timeout: float = 5.0
     kube_write_timeout: float = 30.0
+    # Kubeflow Trainer release a TrainJob is written for (v2.0.0 ... v2.3.0); None: found
+    # on the cluster at submit, the newest supported in a dry run
+    trainer_release: str | None = None
 
     def set(self, key: str, value: str) -> None:
         """Set one key from text (``%ddl config key=value``)."""

@@ -1,7 +1,8 @@
 """The environment each replica gets from the Kubeflow operators (pure, no I/O).
 
 One function, :func:`replica_env`, says what the operator injects into a replica of a
-job, following ``docs/operator-contract.md`` (section numbers below refer to it).
+job, following ``docs/operator-contract.md`` (section numbers below refer to it); the
+job's kind (``kinds.py``) names the rules below that apply and where replicas listen.
 Counts, ranks and world size come from the resolved ``spec.shape`` (``shape.py``).
 Host names and ports come from an :class:`Endpoints` value, so the same code serves
 the cluster (operator DNS names, default ports) and the local backend (127.0.0.1 and
@@ -18,15 +19,6 @@ from dataclasses import dataclass, field
 from .errors import ValidationError
 from .models import JobSpec
 from .shape import JobShape, rid
-
-# Default ports the operators use (§1.1, §4.3); MPI workers are reached over ssh (§3.2).
-TF_PORT = 2222
-TORCH_PORT = 23456
-TRAINJOB_PORT = 29500
-SSH_PORT = 22
-
-TF_PORT_NAME = "tfjob-port"
-TORCH_PORT_NAME = "pytorchjob-port"
 
 MPI_HOSTFILE_PATH = "/etc/mpi/hostfile"  # §3.3 (mpi-operator) and §4.3 (Trainer v2 MPI)
 MPI_RSH_ARGS = "-o ConnectionAttempts=10"
@@ -72,21 +64,12 @@ def replica_ids(spec: JobSpec) -> list[tuple[str, int]]:
 
 
 def cluster_endpoints(spec: JobSpec, namespace: str = "default") -> Endpoints:
-    """The DNS names and default ports the operator gives each replica."""
-    kind, name = spec.shape.kind, spec.name
-    out: dict[str, tuple[str, int]] = {}
-    for role, i in replica_ids(spec):
-        low = role.lower()
-        if kind == "TFJob":  # per-replica Service, namespace-qualified in TF_CONFIG (§2.1)
-            out[rid(role, i)] = (f"{name}-{low}-{i}.{namespace}.svc", TF_PORT)
-        elif kind == "PyTorchJob":  # short Service name (§2.2)
-            out[rid(role, i)] = (f"{name}-{low}-{i}", TORCH_PORT)
-        elif kind == "MPIJob":  # pod hostname under the job's headless Service (§3.2, §3.3)
-            pod = f"{name}-launcher" if role == "Launcher" else f"{name}-worker-{i}"
-            out[rid(role, i)] = (f"{pod}.{name}.{namespace}.svc", SSH_PORT)
-        else:  # TrainJob: JobSet pod <job>-<rjob>-<jobIndex>-<podIndex>.<job> (§4.2)
-            out[rid(role, i)] = (f"{name}-{low}-0-{i}.{name}", TRAINJOB_PORT)
-    return Endpoints(out, namespace)
+    """The DNS names and default ports the operator gives each replica (§1.3, §3.2, §4.2)."""
+    kind = spec.shape.job_kind
+    return Endpoints(
+        {rid(r, i): kind.address(spec.name, namespace, r, i) for r, i in replica_ids(spec)},
+        namespace,
+    )
 
 
 def local_endpoints(spec: JobSpec, ports: Sequence[int]) -> Endpoints:
@@ -111,13 +94,7 @@ def replica_env(spec: JobSpec, role: str, index: int, endpoints: Endpoints) -> d
             f"replica: {spec.name} has no {role} {index}; replicas: "
             + ", ".join(r.rid for r in shape.replicas)
         )
-    if shape.kind == "TFJob":
-        return _tf_env(shape, role, index, endpoints)
-    if shape.kind == "PyTorchJob":
-        return _pytorch_env(shape, role, index, endpoints)
-    if shape.kind == "MPIJob":
-        return _mpi_launcher_env(shape.mpi_slots) if role == "Launcher" else _mpi_worker()
-    return _trainjob_env(shape, role, index, endpoints)
+    return shape.job_kind.operator_env(shape, role, index, endpoints)
 
 
 # -- §2.1 TFJob ------------------------------------------------------------------
@@ -139,14 +116,14 @@ def _tf_config(shape: JobShape, role: str, index: int, endpoints: Endpoints) -> 
     return json.dumps(doc, separators=(",", ":"))
 
 
-def _tf_env(shape: JobShape, role: str, index: int, endpoints: Endpoints) -> dict[str, str]:
+def tf_env(shape: JobShape, role: str, index: int, endpoints: Endpoints) -> dict[str, str]:
     if shape.total == 1:  # not distributed: no TF_CONFIG at all (§2.1)
         return {}
     return {"TF_CONFIG": _tf_config(shape, role, index, endpoints)}
 
 
 # -- §2.2 PyTorchJob ---------------------------------------------------------------
-def _pytorch_env(shape: JobShape, role: str, index: int, endpoints: Endpoints) -> dict[str, str]:
+def pytorch_env(shape: JobShape, role: str, index: int, endpoints: Endpoints) -> dict[str, str]:
     nproc = shape.nproc_per_node
     env = {"PYTHONUNBUFFERED": "1", "PET_NPROC_PER_NODE": str(nproc)}
     if shape.elastic_bounds is not None:
@@ -173,6 +150,10 @@ def _pytorch_env(shape: JobShape, role: str, index: int, endpoints: Endpoints) -
 
 
 # -- §3.3 MPIJob v2beta1 -----------------------------------------------------------
+def mpi_env(shape: JobShape, role: str) -> dict[str, str]:
+    return _mpi_launcher_env(shape.mpi_slots) if role == "Launcher" else _mpi_worker()
+
+
 def _mpi_launcher_env(slots: int) -> dict[str, str]:
     return {
         "K_MPI_JOB_ROLE": "launcher",
@@ -191,22 +172,22 @@ def _mpi_worker() -> dict[str, str]:
 
 
 def mpi_hostfile(spec: JobSpec, endpoints: Endpoints, *, local: bool = False) -> str:
-    """The OpenMPI hostfile the launcher sees (§3.3, §4.3).
+    """The OpenMPI hostfile the launcher sees (§3.3, §4.3): one line per host, in the
+    order of ``shape.mpi_host_ids`` (a TrainJob's launcher among them when it runs as
+    a node).
 
     ``local=True`` gives the one-host form for mpirun on this machine (§7): a single
     ``localhost`` line carrying every host's slots.
     """
     shape = spec.shape
-    hosts = shape.mpi_hosts or "Worker"
     slots = shape.mpi_slots
     if local:
-        return f"localhost slots={slots * shape.count(hosts)}\n"
-    lines = [f"{endpoints.host(rid(hosts, i))} slots={slots}" for i in range(shape.count(hosts))]
-    return "".join(line + "\n" for line in lines)
+        return f"localhost slots={slots * len(shape.mpi_host_ids)}\n"
+    return "".join(f"{endpoints.host(h)} slots={slots}\n" for h in shape.mpi_host_ids)
 
 
 # -- §4.3 TrainJob -------------------------------------------------------------------
-def _trainjob_env(shape: JobShape, role: str, index: int, endpoints: Endpoints) -> dict[str, str]:
+def trainjob_env(shape: JobShape, role: str, index: int, endpoints: Endpoints) -> dict[str, str]:
     nproc = shape.nproc_per_node
     if shape.trainjob_mpi:
         if role != "Launcher":
@@ -219,7 +200,7 @@ def _trainjob_env(shape: JobShape, role: str, index: int, endpoints: Endpoints) 
         }
     host, port = endpoints.address("node-0")
     return {
-        "PET_NNODES": str(shape.count("Node")),
+        "PET_NNODES": str(shape.num_nodes),
         "PET_NPROC_PER_NODE": str(nproc),
         "PET_NODE_RANK": str(index),
         "PET_MASTER_ADDR": host,

@@ -2,18 +2,24 @@
 
 Pure: no cluster, no registry. The header says which strategy and job kind, and how
 the code would travel (a ConfigMap, or an image layer appended in the registry);
-secret variables appear only as references to the job's Secret, never as values.
+secret variables appear only as references to the job's Secret, never as values. A
+TrainJob is written for the Trainer release of config key ``trainer_release`` (the
+newest supported when unset), with the runtime as that release ships it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import yaml
 
 from .config import Config
-from .manifests import CODE_DIR, build_manifests, secret_name
+from .kinds import TrainJobKind
+from .manifests import CODE_DIR, WORK_DIR, build_manifests, common, secret_name
 from .models import CodeBundle, JobSpec
-from .shape import JobShape
+from .shape import TRAINER_RELEASE_OPTION, JobShape, is_trainjob
 from .strategies import get_strategy
+from .trainer import release_named
 
 PENDING_TAG = "pending"  # the real tag needs the base image's digest (image/builder.py)
 
@@ -27,6 +33,7 @@ def render_yaml(
     images (defaults when omitted). The spec should be valid (``validation.validate``).
     """
     config = config or Config()
+    spec = for_trainer_release(spec, config.trainer_release)
     image, shipping, configmap = _image_choice(spec, bundle, config)
     entry = bundle.entrypoint if bundle else "main.py"
     objects = build_manifests(
@@ -41,18 +48,30 @@ def render_yaml(
     return _header(spec, shipping, bundle) + "---\n" + "---\n".join(docs)
 
 
+def for_trainer_release(spec: JobSpec, release: str | None) -> JobSpec:
+    """``spec`` written for Trainer ``release`` (a TrainJob; other specs as they are).
+    Raises ValidationError for a release jupyter-ddl does not know."""
+    if release is None or not is_trainjob(spec):
+        return spec
+    options = {**spec.backend_options, TRAINER_RELEASE_OPTION: release_named(release).name}
+    return dataclasses.replace(spec, backend_options=options)
+
+
 def _image_choice(
     spec: JobSpec, bundle: CodeBundle | None, config: Config
 ) -> tuple[str, str, str | None]:
     framework = get_strategy(spec.strategy).framework
     base = spec.image or config.base_images.get(framework, "python:3.11")
+    configmap = f"{spec.name}-code"
+    mounted = f"ConfigMap {configmap}, mounted read-only at {CODE_DIR}"
     if config.registry:
         short = bundle.short_digest if bundle else "nocode"
         image = f"{config.registry.rstrip('/')}/jupyter-ddl:code-{short}-{PENDING_TAG}"
         how = f"code appended as an image layer on {base}, pushed to {config.registry} (tag fixed at push)"
+        if common.needs_code_configmap(spec, in_image=True):
+            return image, f"{how}; also in {mounted} for the runtime's other pods", configmap
         return image, how, None
-    configmap = f"{spec.name}-code"
-    return base, f"code in ConfigMap {configmap}, mounted read-only at {CODE_DIR}", configmap
+    return base, f"code in {mounted}", configmap
 
 
 def _header(spec: JobSpec, shipping: str, bundle: CodeBundle | None) -> str:
@@ -63,8 +82,13 @@ def _header(spec: JobSpec, shipping: str, bundle: CodeBundle | None) -> str:
         f"jupyter-ddl dry run: job {spec.name}",
         f"strategy: {strategy.name} ({strategy.title}) -> {shape.kind}; replicas: {counts}; "
         f"world size {shape.world_size} ({_processes(shape)})",
-        f"shipping: {shipping}",
+        f"shipping: {shipping}; working directory {WORK_DIR} (an emptyDir)",
     ]
+    if isinstance(shape.job_kind, TrainJobKind):
+        lines.append(
+            f"Trainer {shape.job_kind.release.name}: pods reached through "
+            f"{shape.job_kind.release.override_field} (config trainer_release; newest supported when unset)"
+        )
     if bundle is not None:
         lines.append(f"code digest: {bundle.digest}")
     if spec.secret_env:
@@ -77,8 +101,8 @@ def _header(spec: JobSpec, shipping: str, bundle: CodeBundle | None) -> str:
 
 def _processes(shape: JobShape) -> str:
     """How the world size comes about: ranks per host, or processes per replica."""
-    hosts = shape.mpi_hosts
-    if hosts is not None:
-        return f"{shape.count(hosts)} {hosts} × {shape.mpi_slots} MPI slots"
+    if shape.mpi_host_ids:
+        nodes = shape.num_nodes if shape.num_nodes is not None else len(shape.mpi_host_ids)
+        return f"{nodes} MPI hosts × {shape.mpi_slots} slots"
     n = shape.nproc_per_node
     return f"{n} process{'es' if n > 1 else ''} per training replica"

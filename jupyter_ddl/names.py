@@ -2,7 +2,7 @@
 
 The operators derive pod, Service and hostname labels from the job name
 (``<job>-worker-12``, ``<job>-launcher``; JobSet, under a TrainJob, pod names
-``<job>-node-0-3-<5 random>``), and each of those must
+``<job>-node-0-3-<5 random>``: ``Kind.derived_names``), and each of those must
 be a DNS label of at most 63 characters (operator-contract.md §1.2, §1.3, §3.1, §4.2). So a job
 name is only valid when its longest derived name still fits.
 """
@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Mapping
 from pathlib import PurePath
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .kinds import Kind
 
 MAX_LABEL = 63
 #: generated names stay this short, leaving room for every operator suffix
 GENERATED_MAX = 40
-RANDOM_LEN = 5
+RANDOM_LEN = 5  # the random part of a generated job name
 
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -70,25 +75,9 @@ def is_resource_name(value: str) -> bool:
     return bool(base) and is_dns1123_subdomain(domain) and bool(_LABEL_NAME.match(base))
 
 
-def derived_names(job: str, kind: str, replicas: dict[str, int]) -> list[str]:
-    """The DNS labels the operator builds from ``job`` for these replica counts."""
-    out: list[str] = []
-    for role, n in replicas.items():
-        low = role.lower()
-        if n <= 0:
-            continue
-        if kind == "MPIJob" and role == "Launcher":
-            out.append(f"{job}-launcher")  # pod hostname (§3.2)
-        elif kind == "TrainJob":
-            # JobSet's webhook checks the longest pod name, random suffix included (§4.2)
-            out.append(f"{job}-{low}-0-{n - 1}-{'x' * RANDOM_LEN}")
-        else:
-            out.append(f"{job}-{low}-{n - 1}")  # pod + Service name (§1.3, §3.2)
-    return out
-
-
-def longest_derived(job: str, kind: str, replicas: dict[str, int]) -> str:
-    names = derived_names(job, kind, replicas)
+def longest_derived(job: str, kind: Kind, replicas: Mapping[str, int]) -> str:
+    """The longest DNS label the operator derives from ``job`` (``Kind.derived_names``)."""
+    names = kind.derived_names(job, replicas)
     return max(names, key=len) if names else job
 
 

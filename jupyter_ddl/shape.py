@@ -15,12 +15,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from . import kinds
 from .errors import ValidationError
+from .kinds import Kind
 from .models import ROLES, JobSpec, Resources
 from .strategies import CATALOG, Strategy, get_strategy
+from .trainer import RELEASES, RuntimeLayout, shipped_layout
 
-#: Trainer v2 runtimes whose ML policy is MPI rather than torch (§4.1, §4.3)
-MPI_RUNTIMES = ("deepspeed-distributed",)
+#: backend_options keys the Kubernetes backend fills at submit from what the cluster
+#: runs (the dry run from config): the Trainer release, and the runtime's layout
+TRAINER_RELEASE_OPTION = "trainer_release"
+TRAINER_RUNTIME_OPTION = "trainer_runtime"
+
+
+def is_trainjob(spec: JobSpec) -> bool:
+    """Does ``spec`` target Trainer v2 (``target`` names the TrainJob kind)?"""
+    return spec.target == kinds.TRAINJOB.name
 
 
 def rid(role: str, index: int) -> str:
@@ -48,15 +58,25 @@ class JobShape:
     """What a spec resolves to. ``counts`` lists only roles with replicas."""
 
     strategy: Strategy
-    kind: str  # TFJob | PyTorchJob | MPIJob | TrainJob
+    job_kind: Kind  # the Kubeflow kind (a TrainJob's carries its Trainer release)
     counts: Mapping[str, int]
     resources: Mapping[str, Resources]  # per role of ``counts``
     nproc_per_node: int  # training processes per replica (torchrun when > 1)
     world_size: int  # processes that join the collective
     replicas: tuple[Replica, ...]
-    trainjob_runtime: str | None
+    runtime: RuntimeLayout | None  # a TrainJob's runtime
+    num_nodes: int | None  # a TrainJob's numNodes (MPI: the launcher may be one of them)
     elastic_bounds: tuple[int, int] | None  # (minReplicas, maxReplicas)
     mpi_slots: int  # ranks per MPI host (slotsPerWorker, or numProcPerNode for TrainJob)
+    mpi_host_ids: tuple[str, ...]  # replica ids of mpirun's hosts, in hostfile order
+
+    @property
+    def kind(self) -> str:
+        return self.job_kind.name
+
+    @property
+    def trainjob_runtime(self) -> str | None:
+        return self.runtime.name if self.runtime is not None else None
 
     @property
     def replica_ids(self) -> list[tuple[str, int]]:
@@ -72,12 +92,14 @@ class JobShape:
 
     @property
     def trainjob_mpi(self) -> bool:
-        return self.kind == "TrainJob" and self.trainjob_runtime in MPI_RUNTIMES
+        return self.runtime is not None and self.runtime.mpi
 
     @property
     def mpi_hosts(self) -> str | None:
-        """The role whose replicas are mpirun's hosts, when a launcher runs mpirun."""
-        if self.kind == "MPIJob":
+        """The role whose replicas have no process of their own when a launcher runs
+        mpirun: their ranks are the launcher's (the launcher may be a host too,
+        ``mpi_host_ids``)."""
+        if self.job_kind is kinds.MPIJOB:
             return "Worker"
         return "Node" if self.trainjob_mpi else None
 
@@ -89,7 +111,7 @@ class JobShape:
         return (
             s.framework == "pytorch"
             and self.mpi_hosts is None
-            and (s.launcher == "torchrun" or self.nproc_per_node > 1 or self.kind == "TrainJob")
+            and (s.launcher == "torchrun" or self.nproc_per_node > 1 or self.runtime is not None)
         )
 
     def gpu_requests(self) -> list[tuple[str, int]]:
@@ -150,7 +172,7 @@ def fill_counts(
     leaves the counts as they are (validation reports it).
     """
     strategy = CATALOG.get(strategy_name)
-    if strategy is None or (target == "TrainJob" and "Node" in replicas):
+    if strategy is None or (target == kinds.TRAINJOB.name and "Node" in replicas):
         return dict(replicas)
     return {**strategy.default_replicas(), **replicas}
 
@@ -164,40 +186,93 @@ def resolve(spec: JobSpec) -> JobShape:
     bad = [p for role, n in given.items() if (p := _not_a_count(role, n))]
     if bad:
         raise ValidationError(bad)
-    trainjob = spec.target == "TrainJob"
-    runtime = None
-    if trainjob:
-        runtime = spec.runtime_ref or strategy.trainjob_runtime or "torch-distributed"
-    kind = "TrainJob" if trainjob else strategy.kind
-    if trainjob:
-        nodes = given.get("Node")
-        if nodes is None:
-            nodes = sum(n for r, n in given.items() if r != "Node")
-        given = {"Launcher": 1, "Node": nodes} if runtime in MPI_RUNTIMES else {"Node": nodes}
+    job_kind: Kind = strategy.kind
+    runtime = num_nodes = None
+    if is_trainjob(spec):
+        job_kind = kinds.TRAINJOB.for_release(trainer_release(spec))
+        runtime = trainer_runtime(spec, strategy, job_kind)
+        num_nodes = given.get("Node")
+        if num_nodes is None:
+            num_nodes = sum(n for r, n in given.items() if r != "Node")
+        given = _trainjob_counts(runtime, num_nodes)
     counts = {role: given[role] for role in _ordered(given) if given[role] > 0}
     resources = {role: dataclasses.replace(spec.resources_for(role)) for role in counts}
-    if trainjob and "Launcher" in resources:  # the runtime's launcher runs no ranks
+    if runtime is not None and "Launcher" in resources and not runtime.launcher_as_node:
         resources["Launcher"] = dataclasses.replace(resources["Launcher"], gpu=0, tpu=0)
     nproc = _nproc_per_node(spec, strategy, resources)
-    slots = nproc if kind == "TrainJob" else (spec.slots_per_worker if kind == "MPIJob" else 1)
-    ranks = _ranks(kind, strategy, counts)
+    if runtime is not None:
+        slots = nproc
+    else:
+        slots = spec.slots_per_worker if job_kind is kinds.MPIJOB else 1
+    hosts = _mpi_host_ids(job_kind, runtime, counts)
+    ranks = _ranks(job_kind, strategy, runtime, counts, hosts, num_nodes)
     replicas = tuple(
         Replica(role, i, ranks.get((role, i)), resources[role].gpu)
         for role, n in counts.items()
         for i in range(n)
     )
+    nodes = (
+        num_nodes if num_nodes is not None else sum(counts.get(r, 0) for r in job_kind.rank_roles)
+    )
     return JobShape(
         strategy=strategy,
-        kind=kind,
+        job_kind=job_kind,
         counts=counts,
         resources=resources,
         nproc_per_node=nproc,
-        world_size=_world_size(kind, strategy, counts, nproc, slots),
+        world_size=nodes * (slots if job_kind is kinds.MPIJOB else nproc),
         replicas=replicas,
-        trainjob_runtime=runtime,
-        elastic_bounds=_elastic_bounds(spec, counts) if strategy.elastic and not trainjob else None,
+        runtime=runtime,
+        num_nodes=num_nodes,
+        elastic_bounds=_elastic_bounds(spec, counts)
+        if strategy.elastic and runtime is None
+        else None,
         mpi_slots=slots,
+        mpi_host_ids=hosts,
     )
+
+
+def trainer_release(spec: JobSpec) -> str | None:
+    """The Trainer release a TrainJob is written for: what the backend found on the
+    cluster (or the dry run's config), else the newest; an unknown name (validation
+    reports it) counts as unset."""
+    name = spec.backend_options.get(TRAINER_RELEASE_OPTION)
+    return name if name in RELEASES else None
+
+
+def trainer_runtime(spec: JobSpec, strategy: Strategy, job_kind: Kind) -> RuntimeLayout:
+    """The runtime's layout: as read from the cluster at submit, else as Trainer ships it."""
+    name = spec.runtime_ref or strategy.trainjob_runtime or "torch-distributed"
+    stored = spec.backend_options.get(TRAINER_RUNTIME_OPTION)
+    if isinstance(stored, Mapping) and stored.get("name") == name:
+        try:
+            return RuntimeLayout.from_dict(stored)
+        except (KeyError, TypeError, ValueError):
+            pass  # not ours to trust: fall back to what Trainer ships
+    assert isinstance(job_kind, kinds.TrainJobKind)
+    return shipped_layout(name, job_kind.release)
+
+
+def _trainjob_counts(runtime: RuntimeLayout, num_nodes: int) -> dict[str, int]:
+    """Pods per role: one per node for torch; an MPI runtime adds its launcher, which
+    is one of the ``numNodes`` hosts when it runs as a node (§4.3, §10.19)."""
+    if not runtime.mpi:
+        return {"Node": num_nodes}
+    nodes = runtime.node_pods(num_nodes) if num_nodes > 0 else 0
+    return {"Launcher": 1, "Node": nodes} if "launcher" in runtime.jobs else {"Node": nodes}
+
+
+def _mpi_host_ids(
+    job_kind: Kind, runtime: RuntimeLayout | None, counts: Mapping[str, int]
+) -> tuple[str, ...]:
+    if runtime is not None and runtime.mpi:
+        role_of = {"launcher": "Launcher", "node": "Node"}
+        return tuple(
+            rid(role_of[j], i) for j in runtime.hosts for i in range(counts.get(role_of[j], 0))
+        )
+    if job_kind is kinds.MPIJOB:
+        return tuple(rid("Worker", i) for i in range(counts.get("Worker", 0)))
+    return ()
 
 
 def _ordered(roles: Mapping[str, int]) -> list[str]:
@@ -217,49 +292,30 @@ def _nproc_per_node(spec: JobSpec, strategy: Strategy, resources: Mapping[str, R
     return gpus if gpus > 1 else 1
 
 
-def replica_ranks(
-    kind: str, strategy: str, counts: Mapping[str, int]
+def _ranks(
+    job_kind: Kind,
+    strategy: Strategy,
+    runtime: RuntimeLayout | None,
+    counts: Mapping[str, int],
+    hosts: tuple[str, ...],
+    num_nodes: int | None,
 ) -> dict[tuple[str, int], int]:
-    """(role, index) -> node rank for a job of ``kind`` and ``strategy`` with these role
-    counts (what a cluster's job object says); empty for an unknown strategy."""
-    known = CATALOG.get(strategy)
-    return _ranks(kind, known, counts) if known is not None and kind in _RANK_ORDER else {}
-
-
-_RANK_ORDER = {
-    "PyTorchJob": ("Master", "Worker"),  # RANK: Worker i -> i + masters (§2.2)
-    "TFJob": ("Chief", "Master", "Worker"),  # chief first, then workers (TF_CONFIG)
-    "MPIJob": ("Worker",),
-    "TrainJob": ("Node",),  # PET_NODE_RANK (§4.3)
-}
-
-
-def _ranks(kind: str, strategy: Strategy, counts: Mapping[str, int]) -> dict[tuple[str, int], int]:
-    """Each training replica's node rank, as the operator or the runtime numbers them."""
-    if kind == "PyTorchJob" and strategy.elastic:
+    """Each training replica's node rank, as the operator or the runtime numbers them:
+    MPI hosts in hostfile order (a TrainJob's first ``numNodes`` of them), else the
+    kind's roles in order (RANK: Worker i -> i + masters, §2.2; chief first in TF_CONFIG)."""
+    if runtime is not None and runtime.mpi:
+        by_rid = {rid(r, i): (r, i) for r, n in counts.items() for i in range(n)}
+        used = hosts[: num_nodes if num_nodes is not None else len(hosts)]
+        return {by_rid[h]: k for k, h in enumerate(used)}
+    if runtime is None and strategy.elastic:
         return {}  # the c10d rendezvous assigns them at run time
-    order = _RANK_ORDER[kind]
     ranks: dict[tuple[str, int], int] = {}
     nxt = 0
-    for role in order:
+    for role in job_kind.rank_roles:
         for i in range(counts.get(role, 0)):
             ranks[(role, i)] = nxt
             nxt += 1
     return ranks
-
-
-def _world_size(
-    kind: str, strategy: Strategy, counts: Mapping[str, int], nproc: int, slots: int
-) -> int:
-    if kind == "MPIJob":
-        return counts.get("Worker", 0) * slots
-    if kind == "TrainJob":
-        return counts.get("Node", 0) * nproc
-    if kind == "TFJob":  # PS and evaluator serve or watch; they are not in the all-reduce
-        return counts.get("Chief", 0) + counts.get("Worker", 0)
-    if strategy.elastic:
-        return counts.get("Worker", 0) * nproc
-    return (counts.get("Master", 0) + counts.get("Worker", 0)) * nproc
 
 
 def _elastic_bounds(spec: JobSpec, counts: Mapping[str, int]) -> tuple[int, int]:

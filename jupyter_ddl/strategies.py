@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import ValidationError
+from .kinds import MPIJOB, PYTORCHJOB, TFJOB, Kind
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class Strategy:
     framework: str  # tensorflow | pytorch | mpi
     title: str
     summary: str  # one line, shown in the form and `%ddl strategies`
-    kind: str  # TFJob | PyTorchJob | MPIJob
+    kind: Kind  # what it runs as (a TrainJob instead with target TrainJob)
     roles: tuple[RoleRule, ...]
     launcher: str  # python | torchrun | mpirun
     shim: str  # which setup the runtime shim performs
@@ -92,7 +93,7 @@ CATALOG: dict[str, Strategy] = {
             "tensorflow",
             "TF MirroredStrategy",
             "One replica, synchronous data parallelism over all its GPUs (all-reduce).",
-            "TFJob",
+            TFJOB,
             _single(),
             "python",
             "tf-mirrored",
@@ -102,7 +103,7 @@ CATALOG: dict[str, Strategy] = {
             "tensorflow",
             "TF CentralStorageStrategy",
             "One replica; variables live on the CPU, computation is mirrored over its GPUs.",
-            "TFJob",
+            TFJOB,
             _single(),
             "python",
             "tf-central-storage",
@@ -112,7 +113,7 @@ CATALOG: dict[str, Strategy] = {
             "tensorflow",
             "TF MultiWorkerMirroredStrategy",
             "Synchronous all-reduce training over several workers (and an optional chief).",
-            "TFJob",
+            TFJOB,
             (
                 RoleRule("Chief", 0, 1, 0),
                 RoleRule("Worker", 1, None, 2),
@@ -126,7 +127,7 @@ CATALOG: dict[str, Strategy] = {
             "tensorflow",
             "TF ParameterServerStrategy",
             "Asynchronous training: a coordinator (chief) dispatches steps to workers; PS hold variables.",
-            "TFJob",
+            TFJOB,
             (
                 RoleRule("Chief", 1, 1, 1, counted=False),
                 RoleRule("Worker", 1, None, 2),
@@ -141,7 +142,7 @@ CATALOG: dict[str, Strategy] = {
             "tensorflow",
             "TF TPUStrategy",
             "One replica driving a Cloud TPU slice (needs a TPU resource, e.g. google.com/tpu).",
-            "TFJob",
+            TFJOB,
             _single(),
             "python",
             "tf-tpu",
@@ -152,7 +153,7 @@ CATALOG: dict[str, Strategy] = {
             "pytorch",
             "PyTorch DataParallel",
             "One process splits each batch over the GPUs of one replica (single node).",
-            "PyTorchJob",
+            PYTORCHJOB,
             (RoleRule("Master", 1, 1, 1),),
             "python",
             "torch-dp",
@@ -162,7 +163,7 @@ CATALOG: dict[str, Strategy] = {
             "pytorch",
             "PyTorch DistributedDataParallel",
             "One process per replica (torchrun per GPU), gradients all-reduced over gloo/nccl/mpi.",
-            "PyTorchJob",
+            PYTORCHJOB,
             (RoleRule("Master", 1, 1, 1), RoleRule("Worker", 0, None, 1)),
             "python",
             "torch-ddp",
@@ -174,7 +175,7 @@ CATALOG: dict[str, Strategy] = {
             "pytorch",
             "PyTorch elastic (torchrun rendezvous)",
             "Workers join through a c10d rendezvous; the job tolerates workers coming and going.",
-            "PyTorchJob",
+            PYTORCHJOB,
             (RoleRule("Worker", 1, None, 2),),
             "torchrun",
             "torch-ddp",
@@ -187,7 +188,7 @@ CATALOG: dict[str, Strategy] = {
             "mpi",
             "Horovod over MPI",
             "An MPI launcher runs mpirun over the workers; Horovod (or mpi4py) all-reduces.",
-            "MPIJob",
+            MPIJOB,
             (
                 RoleRule("Launcher", 1, 1, 1, gpu=False, runs_cell=False, counted=False),
                 RoleRule("Worker", 1, None, 2),
@@ -200,7 +201,7 @@ CATALOG: dict[str, Strategy] = {
             "pytorch",
             "DeepSpeed",
             "DeepSpeed engine (ZeRO) on a PyTorchJob; ranks rendezvous like DDP.",
-            "PyTorchJob",
+            PYTORCHJOB,
             (RoleRule("Master", 1, 1, 1), RoleRule("Worker", 0, None, 1)),
             "python",
             "deepspeed",
@@ -212,7 +213,7 @@ CATALOG: dict[str, Strategy] = {
             "pytorch",
             "PyTorch Ignite (idist)",
             "ignite.distributed reads the same env as DDP; the cell uses idist.Parallel or auto_*.",
-            "PyTorchJob",
+            PYTORCHJOB,
             (RoleRule("Master", 1, 1, 1), RoleRule("Worker", 0, None, 1)),
             "python",
             "ignite",

@@ -153,12 +153,26 @@ def test_s4_3_trainjob_torch_env():
 
 
 def test_s4_3_trainjob_mpi_runtime_env_goes_to_the_launcher_only():
-    spec = JobSpec("ds", "deepspeed", {"Node": 2}, target="TrainJob")
+    # deepspeed-distributed runs the launcher as one of numNodes hosts (runLauncherAsNode,
+    # §4.3, §10.19): numNodes 3 is the launcher and 2 node pods, all three in the hostfile
+    spec = JobSpec("ds", "deepspeed", {"Node": 3}, target="TrainJob")
     ep = contract.cluster_endpoints(spec)
     assert contract.replica_ids(spec) == [("Launcher", 0), ("Node", 0), ("Node", 1)]
+    assert spec.shape.num_nodes == 3 and spec.shape.world_size == 3
     assert contract.replica_env(spec, "Launcher", 0, ep)["OMPI_MCA_orte_set_default_slots"] == "1"
     assert contract.replica_env(spec, "Node", 1, ep) == {}
-    assert contract.mpi_hostfile(spec, ep) == "ds-node-0-0.ds slots=1\nds-node-0-1.ds slots=1\n"
+    # v2.3 lists the node job before the launcher; the hostfile follows that order
+    assert contract.mpi_hostfile(spec, ep) == (
+        "ds-node-0-0.ds slots=1\nds-node-0-1.ds slots=1\nds-launcher-0-0.ds slots=1\n"
+    )
+    v22 = JobSpec("ds", "deepspeed", {"Node": 3}, target="TrainJob",
+                  backend_options={"trainer_release": "v2.2.0"})  # fmt: skip
+    assert contract.mpi_hostfile(v22, ep) == (
+        "ds-launcher-0-0.ds slots=1\nds-node-0-0.ds slots=1\nds-node-0-1.ds slots=1\n"
+    )
+    # numNodes 1 still runs one node pod (max(numNodes - 1, 1), mpi.go); one rank
+    one = JobSpec("ds", "deepspeed", {"Node": 1}, target="TrainJob")
+    assert one.shape.replica_ids == [("Launcher", 0), ("Node", 0)] and one.shape.world_size == 1
 
 
 # -- §7 local substitution ---------------------------------------------------------------------

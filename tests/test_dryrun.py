@@ -9,7 +9,7 @@ from jupyter_ddl.config import Config
 from jupyter_ddl.dryrun import render_yaml
 from jupyter_ddl.errors import ValidationError
 from jupyter_ddl.manager import JobManager
-from jupyter_ddl.manifests import CODE_DIR, build_manifests
+from jupyter_ddl.manifests import CODE_DIR, WORK_DIR, build_manifests
 from jupyter_ddl.models import CodeBundle, GangScheduling, JobSpec
 from tests.support.crd_schema import validate_object
 
@@ -47,7 +47,10 @@ def test_header_names_strategy_kind_and_configmap_shipping(data_dir):
         "# strategy: tf-parameter-server (TF ParameterServerStrategy) -> TFJob; "
         "replicas: Chief 1, Worker 2, PS 1; world size 3 (1 process per training replica)"
     )
-    assert head[2] == f"# shipping: code in ConfigMap dr-code, mounted read-only at {CODE_DIR}"
+    assert head[2] == (
+        f"# shipping: code in ConfigMap dr-code, mounted read-only at {CODE_DIR}; "
+        f"working directory {WORK_DIR} (an emptyDir)"
+    )
     assert head[3] == f"# code digest: {BUNDLE.digest}"
 
 
@@ -60,7 +63,7 @@ def test_registry_choice_names_the_registry_and_uses_no_configmap(data_dir):
     assert worker["containers"][0]["image"].startswith(
         f"registry.example:5000/team/jupyter-ddl:code-{BUNDLE.short_digest}-"
     )
-    assert "volumes" not in worker
+    assert [v for v in worker["volumes"] if "configMap" in v] == []
 
 
 def test_secret_values_never_leak(data_dir, monkeypatch):

@@ -12,6 +12,7 @@ from jupyter_ddl.manifests import (
     CODE_DIR,
     LABEL_CODE_DIGEST,
     LABEL_MANAGED,
+    WORK_DIR,
     build_manifests,
     common,
     configmap_key,
@@ -299,13 +300,16 @@ def test_code_configmap_is_mounted_read_only_with_nested_paths():
         JobSpec("c", "horovod"), code_configmap="c-code", code_paths=["main.py", "pkg/mod.py"]
     )[0]
     pod = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
-    assert pod["volumes"][0] == {
-        "name": "ddl-code",
-        "configMap": {"name": "c-code", "items": [{"key": "main.py", "path": "main.py"}, {"key": "pkg__mod.py", "path": "pkg/mod.py"}]},
-    }  # fmt: skip
-    assert {"name": "ddl-code", "mountPath": CODE_DIR, "readOnly": True} in pod["containers"][0][
-        "volumeMounts"
-    ]
+    assert pod["volumes"][:2] == [
+        {"name": "ddl-work", "emptyDir": {}},
+        {"name": "ddl-code",
+         "configMap": {"name": "c-code", "items": [{"key": "main.py", "path": "main.py"}, {"key": "pkg__mod.py", "path": "pkg/mod.py"}]}},
+    ]  # fmt: skip
+    c = pod["containers"][0]
+    assert {"name": "ddl-code", "mountPath": CODE_DIR, "readOnly": True} in c["volumeMounts"]
+    # a ConfigMap volume is read-only (operator-contract.md §10.16): the cell works in an emptyDir
+    assert c["workingDir"] == WORK_DIR != CODE_DIR
+    assert {"name": "ddl-work", "mountPath": WORK_DIR} in c["volumeMounts"]
     assert configmap_key("a/b/c.py") == "a__b__c.py"
 
 
@@ -332,20 +336,28 @@ def test_s4_1_trainjob_shape():
         "kind": "ClusterTrainingRuntime",
     }
     trainer = tj["spec"]["trainer"]
-    assert (trainer["numNodes"], trainer["numProcPerNode"], trainer["command"][0]) == (
-        4,
-        2,
-        "torchrun",
-    )
+    assert (trainer["numNodes"], trainer["numProcPerNode"]) == (4, 2)
+    # trainer has no workingDir: the command starts in the work directory itself
+    assert trainer["command"][:5] == ["sh", "-c", 'cd "$0" && exec "$@"', WORK_DIR, "torchrun"]
     assert trainer["resourcesPerNode"]["limits"]["nvidia.com/gpu"] == 2
     patch = tj["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"][
         "replicatedJobs"
     ]
     assert [j["name"] for j in patch] == ["node"]
     assert patch[0]["template"]["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "a100"}
-    ds = build(JobSpec("ds", "deepspeed", {"Node": 2}, target="TrainJob"))[0]
+    ds = build(
+        JobSpec("ds", "deepspeed", {"Node": 2}, target="TrainJob"), code_configmap="ds-code"
+    )[0]
     assert ds["spec"]["runtimeRef"]["name"] == "deepspeed-distributed"
-    assert ds["spec"]["trainer"]["command"][:4] == ["mpirun", "--allow-run-as-root", "-np", "2"]
+    assert ds["spec"]["trainer"]["command"][4:8] == ["mpirun", "--allow-run-as-root", "-np", "2"]
+    # the node pods keep the runtime's image (§10.19): the code reaches both jobs as a volume
+    jobs = ds["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"][
+        "replicatedJobs"
+    ]
+    assert [j["name"] for j in jobs] == ["node", "launcher"]
+    for j in jobs:
+        pod = j["template"]["spec"]["template"]["spec"]
+        assert {"name": "ddl-code", "configMap": {"name": "ds-code"}} in pod["volumes"]
 
 
 def test_gang_podgroups():

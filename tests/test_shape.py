@@ -61,7 +61,7 @@ def check(args: DistributeArgs) -> JobSpec | None:
     )
     if args.replicas is not None:
         trained = (
-            shape.count("Node")
+            shape.num_nodes  # an MPI runtime's launcher is one of them (operator-contract.md §4.3)
             if trainjob
             else sum(shape.count(r.role) for r in strategy.counted_roles)
         )
@@ -78,12 +78,12 @@ def check(args: DistributeArgs) -> JobSpec | None:
     assert job["kind"] == shape.kind
     if shape.kind == "TrainJob":
         trainer = job["spec"]["trainer"]
-        assert trainer["numNodes"] == shape.count("Node")
+        assert trainer["numNodes"] == shape.num_nodes
         assert trainer["numProcPerNode"] == shape.nproc_per_node
         if shape.trainjob_mpi:
             assert _np(trainer["command"]) == shape.world_size
         else:
-            assert shape.count("Node") * shape.nproc_per_node == shape.world_size
+            assert shape.num_nodes * shape.nproc_per_node == shape.world_size
     else:
         specs = job["spec"][_MAPS[shape.kind]]
         assert {r: s["replicas"] for r, s in specs.items()} == dict(shape.counts)
@@ -121,7 +121,8 @@ def _check_world(shape, plans) -> None:
     if shape.mpi_hosts is not None:  # MPIJob, MPI TrainJob: one mpirun runs every rank
         (launcher,) = running
         assert _np(launcher.argv) == shape.world_size
-        assert shape.world_size == shape.count(shape.mpi_hosts) * shape.mpi_slots
+        hosts = shape.num_nodes if shape.num_nodes is not None else len(shape.mpi_host_ids)
+        assert shape.world_size == hosts * shape.mpi_slots
         return
     if shape.kind == "TFJob":
         training = []
@@ -205,7 +206,8 @@ EDGES = [
     ("--strategy horovod --replicas 3 --gpus 1", {"Worker": 3, "Launcher": 1}, 3),
     ("--strategy torch-ddp --replicas 3 --target trainjob", {"Node": 3}, 3),
     ("--strategy torch-elastic --replicas 2 --target trainjob --gpus 2", {"Node": 2}, 4),
-    ("--strategy deepspeed --replicas 2 --target trainjob --gpus 2", {"Launcher": 1, "Node": 2}, 4),
+    ("--strategy deepspeed --replicas 2 --target trainjob --gpus 2", {"Launcher": 1, "Node": 1}, 4),
+    ("--strategy deepspeed --replicas 3 --target trainjob", {"Launcher": 1, "Node": 2}, 3),
 ]  # fmt: skip
 
 

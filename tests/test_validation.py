@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_ddl import contract, names
+from jupyter_ddl import contract, kinds, names
 from jupyter_ddl.errors import ValidationError
 from jupyter_ddl.models import GangScheduling, JobSpec, Resources, Toleration, VolumeMount
 from jupyter_ddl.strategies import CATALOG
@@ -165,15 +165,19 @@ def test_generated_name_is_readable_and_random():
 
 
 def test_derived_names_follow_the_operators():
-    assert names.derived_names("j", "PyTorchJob", {"Master": 1, "Worker": 3}) == [
+    assert kinds.PYTORCHJOB.derived_names("j", {"Master": 1, "Worker": 3}) == [
         "j-master-0",
         "j-worker-2",
     ]
-    assert names.derived_names("j", "MPIJob", {"Launcher": 1, "Worker": 2}) == [
+    assert kinds.MPIJOB.derived_names("j", {"Launcher": 1, "Worker": 2}) == [
         "j-launcher",
         "j-worker-1",
     ]
-    assert names.derived_names("j", "TrainJob", {"Node": 4}) == ["j-node-0-3-xxxxx"]
+    assert kinds.TRAINJOB.derived_names("j", {"Node": 4}) == ["j-node-0-3-xxxxx"]
+    # a deepspeed TrainJob's launcher pod has the longest name (§4.2)
+    assert names.longest_derived("j", kinds.TRAINJOB, {"Launcher": 1, "Node": 12}) == (
+        "j-launcher-0-0-xxxxx"
+    )
 
 
 def test_operator_env_names_cover_the_contract():

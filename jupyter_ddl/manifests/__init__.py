@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .. import kinds
 from ..models import JobSpec
 from . import common, mpijob, podgroup, pytorchjob, tfjob, trainjob
 from .common import (
@@ -28,24 +29,17 @@ from .common import (
     PREFIX,
     SCHEDULER_NAMES,
     STRATEGY_ENV,
+    WORK_DIR,
     configmap_key,
     launch_command,
     secret_name,
 )
 
 _BUILDERS = {
-    "TFJob": tfjob.build,
-    "PyTorchJob": pytorchjob.build,
-    "MPIJob": mpijob.build,
-    "TrainJob": trainjob.build,
-}
-
-#: (apiVersion, plural) per kind, for CustomObjectsApi calls
-RESOURCES = {
-    "TFJob": ("kubeflow.org/v1", "tfjobs"),
-    "PyTorchJob": ("kubeflow.org/v1", "pytorchjobs"),
-    "MPIJob": ("kubeflow.org/v2beta1", "mpijobs"),
-    "TrainJob": ("trainer.kubeflow.org/v1alpha1", "trainjobs"),
+    kinds.TFJOB.name: tfjob.build,
+    kinds.PYTORCHJOB.name: pytorchjob.build,
+    kinds.MPIJOB.name: mpijob.build,
+    kinds.TRAINJOB.name: trainjob.build,
 }
 
 
@@ -64,8 +58,8 @@ def build_manifests(
     "/opt/jupyter-ddl/code/main.py"]``); it is wrapped in torchrun/mpirun as the
     strategy needs, and ``spec.command`` replaces it. ``code_configmap`` mounts a
     ConfigMap (keys from ``configmap_key``; ``code_paths`` lists the bundle's files
-    so nested paths come back) read-only at ``CODE_DIR``. The spec is expected to be
-    valid (``validation.validate``).
+    so nested paths come back) read-only at ``CODE_DIR``; every replica works in an
+    emptyDir at ``WORK_DIR``. The spec is expected to be valid (``validation.validate``).
     """
     job = _BUILDERS[spec.shape.kind](
         spec,
@@ -95,9 +89,9 @@ __all__ = [
     "LABEL_USER",
     "MANAGED_SELECTOR",
     "PREFIX",
-    "RESOURCES",
     "SCHEDULER_NAMES",
     "STRATEGY_ENV",
+    "WORK_DIR",
     "build_manifests",
     "common",
     "configmap_key",

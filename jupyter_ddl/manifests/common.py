@@ -37,6 +37,11 @@ JOB_ENV = "JUPYTER_DDL_JOB"
 #: where shipped code lives in a replica; equals jupyter_ddl.image.layer.CODE_DIR (tested)
 CODE_DIR = "/opt/jupyter-ddl/code"
 CODE_VOLUME = "ddl-code"
+#: the replicas' working directory: an emptyDir, because a ConfigMap volume is
+#: read-only (operator-contract.md §10.16) and a cell writes checkpoints and logs
+#: where it runs; the entry point finds the code beside itself, not in the cwd
+WORK_DIR = "/opt/jupyter-ddl/work"
+WORK_VOLUME = "ddl-work"
 
 # -- gang scheduling (§1.4, §1.8, §3.5) -----------------------------------------------
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -133,6 +138,19 @@ def launch_command(spec: JobSpec, command: Sequence[str]) -> list[str]:
     return torchrun(base) if spec.shape.torchrun else base
 
 
+def needs_code_configmap(spec: JobSpec, in_image: bool) -> bool:
+    """Does the code travel in a ConfigMap? Always without an image of ours; with one
+    too when the job has pods that do not run that image (an MPI runtime's ``node``
+    pods keep the runtime's, operator-contract.md §10.19)."""
+    return not in_image or spec.shape.trainjob_mpi
+
+
+def in_work_dir(command: Sequence[str]) -> list[str]:
+    """``command`` started in ``WORK_DIR``, for containers whose ``workingDir`` we may
+    not set (a TrainJob's: neither ``trainer`` nor its pod patches have the field)."""
+    return ["sh", "-c", 'cd "$0" && exec "$@"', WORK_DIR, *command]
+
+
 # -- containers and pod templates ---------------------------------------------------------
 def resources(res: Resources) -> dict[str, Any]:
     """requests/limits: accelerators with requests = limits (§6), memory limited so an
@@ -170,7 +188,7 @@ def env_list(spec: JobSpec) -> list[dict[str, Any]]:
 
 
 def volume_mounts(spec: JobSpec, code_configmap: str | None) -> list[dict[str, Any]]:
-    mounts: list[dict[str, Any]] = []
+    mounts: list[dict[str, Any]] = [{"name": WORK_VOLUME, "mountPath": WORK_DIR}]
     if code_configmap:
         mounts.append({"name": CODE_VOLUME, "mountPath": CODE_DIR, "readOnly": True})
     for i, v in enumerate(spec.volumes):
@@ -186,7 +204,7 @@ def volume_mounts(spec: JobSpec, code_configmap: str | None) -> list[dict[str, A
 def volumes(
     spec: JobSpec, code_configmap: str | None, code_paths: Sequence[str] | None = None
 ) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = [{"name": WORK_VOLUME, "emptyDir": {}}]
     if code_configmap:
         cm: dict[str, Any] = {"name": code_configmap}
         if code_paths:
@@ -222,9 +240,7 @@ def pod_spec_extras(
         out["nodeSelector"] = dict(spec.node_selector)
     if spec.tolerations:
         out["tolerations"] = tolerations(spec)
-    vols = volumes(spec, code_configmap, code_paths)
-    if vols:
-        out["volumes"] = vols
+    out["volumes"] = volumes(spec, code_configmap, code_paths)
     return out
 
 
@@ -239,7 +255,7 @@ def container(
     c: dict[str, Any] = {"name": name, "image": image}
     if command is not None:
         c["command"] = list(command)
-    c["workingDir"] = CODE_DIR
+    c["workingDir"] = WORK_DIR
     c["env"] = env_list(spec)
     res = resources(spec.shape.resources[role])
     if res:
@@ -316,9 +332,6 @@ def run_policy(spec: JobSpec) -> dict[str, Any]:
 def v1_replica_specs(
     spec: JobSpec,
     *,
-    container_name: str,
-    port: tuple[str, int],
-    default_policy: str,
     image: str,
     command: Sequence[str],
     code_digest: str | None,
@@ -327,12 +340,13 @@ def v1_replica_specs(
 ) -> dict[str, Any]:
     """The replica map of a training-operator v1 kind (TFJob, PyTorchJob): one spec per
     role, each with the container the operator looks for and its named port."""
+    kind = spec.shape.job_kind
     cmd = launch_command(spec, command)
-    policy = restart_policy(spec, default_policy)
     replicas = {}
     for role, n in spec.shape.counts.items():
-        c = container(spec, role, container_name, image, cmd, code_configmap)
-        c["ports"] = [{"name": port[0], "containerPort": port[1]}]
+        c = container(spec, role, kind.container(role), image, cmd, code_configmap)
+        if kind.port is not None:
+            c["ports"] = [{"name": kind.port[0], "containerPort": kind.port[1]}]
         template = pod_template(
             spec,
             role,
@@ -341,5 +355,6 @@ def v1_replica_specs(
             code_configmap=code_configmap,
             code_paths=code_paths,
         )
+        policy = restart_policy(spec, kind.default_restart(role).value)
         replicas[role] = replica_spec(n, policy, template)
     return replicas

@@ -25,12 +25,13 @@ def build(
     code_paths: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     shape = spec.shape
+    kind = shape.job_kind
     program = list(spec.command or command)
     replicas = {}
     for role, n in shape.counts.items():
         launcher = role == "Launcher"
         cmd = common.mpirun(program, shape.world_size) if launcher else None
-        c = common.container(spec, role, role.lower(), image, cmd, code_configmap)
+        c = common.container(spec, role, kind.container(role), image, cmd, code_configmap)
         template = common.pod_template(
             spec,
             role,
@@ -40,11 +41,11 @@ def build(
             code_paths=code_paths,
         )
         # mpi-operator accepts only Never/OnFailure (§3.1); its defaults differ per role
-        policy = common.restart_policy(spec, "OnFailure" if launcher else "Never")
+        policy = common.restart_policy(spec, kind.default_restart(role).value)
         replicas[role] = common.replica_spec(n, policy, template)
     return {
-        "apiVersion": "kubeflow.org/v2beta1",
-        "kind": "MPIJob",
+        "apiVersion": kind.api_version,
+        "kind": kind.name,
         "metadata": common.metadata(spec, code_digest),
         "spec": {
             "slotsPerWorker": spec.slots_per_worker,
@@ -53,6 +54,6 @@ def build(
             "sshAuthMountPath": spec.backend_options.get("ssh_auth_mount_path", DEFAULT_SSH_PATH),
             # the launcher's ssh would fail against workers whose sshd is not up yet
             "launcherCreationPolicy": "WaitForWorkersReady",
-            "mpiReplicaSpecs": replicas,
+            str(kind.replica_key): replicas,
         },
     }

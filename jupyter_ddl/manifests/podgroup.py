@@ -26,7 +26,7 @@ _SUFFIX: dict[str, int | Decimal] = {
 def needs_podgroup(spec: JobSpec) -> bool:
     return (
         spec.gang is not None
-        and spec.shape.kind != "TrainJob"  # the runtime's podGroupPolicy does it (§4.5)
+        and spec.shape.runtime is None  # a runtime's podGroupPolicy does it (§4.5)
         and spec.backend_options.get("gang_podgroup", "client") == "client"
     )
 

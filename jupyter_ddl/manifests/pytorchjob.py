@@ -5,11 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .. import contract
 from ..models import JobSpec
 from . import common
-
-CONTAINER = "pytorch"
 
 
 def build(
@@ -21,11 +18,9 @@ def build(
     code_configmap: str | None,
     code_paths: Sequence[str] | None = None,
 ) -> dict[str, Any]:
+    kind = spec.shape.job_kind
     replicas = common.v1_replica_specs(
         spec,
-        container_name=CONTAINER,
-        port=(contract.TORCH_PORT_NAME, contract.TORCH_PORT),
-        default_policy="OnFailure",
         image=image,
         command=command,
         code_digest=code_digest,
@@ -36,14 +31,14 @@ def build(
         # explicit: the operator's default "auto" would make WORLD_SIZE disagree with torchrun
         "nprocPerNode": str(spec.shape.nproc_per_node),
         "runPolicy": common.run_policy(spec),
-        "pytorchReplicaSpecs": replicas,
+        str(kind.replica_key): replicas,
     }
     if spec.shape.elastic_bounds is not None:
         lo, hi = spec.shape.elastic_bounds
         body["elasticPolicy"] = {"rdzvBackend": "c10d", "minReplicas": lo, "maxReplicas": hi}
     return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
+        "apiVersion": kind.api_version,
+        "kind": kind.name,
         "metadata": common.metadata(spec, code_digest),
         "spec": body,
     }

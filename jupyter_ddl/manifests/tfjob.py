@@ -5,11 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .. import contract
 from ..models import JobSpec
 from . import common
-
-CONTAINER = "tensorflow"  # the operator puts TF_CONFIG only into this container (§10.4)
 
 
 def build(
@@ -21,11 +18,9 @@ def build(
     code_configmap: str | None,
     code_paths: Sequence[str] | None = None,
 ) -> dict[str, Any]:
+    kind = spec.shape.job_kind
     replicas = common.v1_replica_specs(
         spec,
-        container_name=CONTAINER,
-        port=(contract.TF_PORT_NAME, contract.TF_PORT),
-        default_policy="Never",
         image=image,
         command=command,
         code_digest=code_digest,
@@ -33,8 +28,8 @@ def build(
         code_paths=code_paths,
     )
     return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "TFJob",
+        "apiVersion": kind.api_version,
+        "kind": kind.name,
         "metadata": common.metadata(spec, code_digest),
-        "spec": {"runPolicy": common.run_policy(spec), "tfReplicaSpecs": replicas},
+        "spec": {"runPolicy": common.run_policy(spec), str(kind.replica_key): replicas},
     }

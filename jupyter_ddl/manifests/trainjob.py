@@ -3,7 +3,11 @@
 The runtime (``torch-distributed``, ``deepspeed-distributed`` ...) owns the pod
 templates; the TrainJob sets the trainer container (image, command, env, nodes,
 resources) and reaches the rest of the pod spec (labels, node selector, tolerations,
-volumes) through ``runtimePatches`` (operator-contract.md §4.1).
+volumes) through the field its Trainer release knows: ``podSpecOverrides`` (v2.0),
+``podTemplateOverrides`` (v2.1) or ``runtimePatches`` (v2.2 on) (operator-contract.md
+§4.1, §4.6). Every job of the runtime whose pods run the code gets the code volume:
+an MPI runtime's ``node`` pods keep the runtime's image, so the code cannot travel
+inside ``trainer.image`` alone (§10.19).
 """
 
 from __future__ import annotations
@@ -12,11 +16,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import contract
+from ..kinds import TrainJobKind
 from ..models import JobSpec
 from . import common
 
 PATCH_MANAGER = "jupyter-ddl.io/submitter"
-TRAINER_CONTAINER = "node"  # the container the runtime hands trainer.* to (§4.1)
 
 
 def build(
@@ -29,6 +33,9 @@ def build(
     code_paths: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     shape = spec.shape
+    kind = shape.job_kind
+    assert isinstance(kind, TrainJobKind) and shape.runtime is not None
+    release = kind.release
     if shape.trainjob_mpi:
         program = list(spec.command or command)
         cmd = common.mpirun(program, shape.world_size, hostfile=contract.MPI_HOSTFILE_PATH)
@@ -36,9 +43,9 @@ def build(
         cmd = common.launch_command(spec, command)
     trainer: dict[str, Any] = {
         "image": image,
-        "command": cmd,
+        "command": common.in_work_dir(cmd),
         "env": common.env_list(spec),
-        "numNodes": shape.count("Node"),
+        "numNodes": shape.num_nodes,
         "numProcPerNode": shape.nproc_per_node,
     }
     res = common.resources(shape.resources["Node"])
@@ -46,50 +53,69 @@ def build(
         trainer["resourcesPerNode"] = res
     body: dict[str, Any] = {
         "runtimeRef": {
-            "name": shape.trainjob_runtime,
-            "apiGroup": "trainer.kubeflow.org",
+            "name": shape.runtime.name,
+            "apiGroup": kind.group,
             "kind": spec.backend_options.get("runtime_kind", "ClusterTrainingRuntime"),
         },
         "trainer": trainer,
-        "runtimePatches": [_patch(spec, code_digest, code_configmap, code_paths)],
+        release.override_field: _overrides(spec, code_digest, code_configmap, code_paths),
     }
-    if spec.active_deadline_seconds is not None:
+    if spec.active_deadline_seconds is not None and release.deadline:
         body["activeDeadlineSeconds"] = spec.active_deadline_seconds
+    if release.job_metadata:  # v2.0, v2.1: labels for the JobSet and its Jobs
+        body["labels"] = common.our_labels(spec, code_digest)
     return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
+        "apiVersion": kind.api_version,
+        "kind": kind.name,
         "metadata": common.metadata(spec, code_digest),
         "spec": body,
     }
 
 
-def _patch(
+def patched_jobs(spec: JobSpec) -> list[str]:
+    """The runtime's jobs whose pods run the code: the trainer step, and every MPI host."""
+    runtime = spec.shape.runtime
+    assert runtime is not None
+    wanted = {runtime.trainer_job, *runtime.hosts}
+    return [j for j in runtime.jobs if j in wanted] or [runtime.trainer_job]
+
+
+def _overrides(
     spec: JobSpec,
     code_digest: str | None,
     code_configmap: str | None,
     code_paths: Sequence[str] | None,
-) -> dict[str, Any]:
+) -> list[dict[str, Any]]:
+    """One entry in the release's override field (§4.1, §4.6). No env: the webhook
+    lets env reach the ``node`` container only through ``trainer``."""
+    kind = spec.shape.job_kind
+    assert isinstance(kind, TrainJobKind)
     pod: dict[str, Any] = common.pod_spec_extras(spec, code_configmap, code_paths)
-    mounts = common.volume_mounts(spec, code_configmap)
-    if mounts:
-        pod["containers"] = [{"name": TRAINER_CONTAINER, "volumeMounts": mounts}]
-    template = {
-        "metadata": {
-            "labels": common.our_labels(spec, code_digest),
-            "annotations": {**spec.annotations, common.ISTIO_INJECT: "false"},
-        },
-        "spec": pod,
+    pod["containers"] = [
+        {"name": kind.container("Node"), "volumeMounts": common.volume_mounts(spec, code_configmap)}
+    ]
+    meta = {
+        "labels": common.our_labels(spec, code_digest),
+        "annotations": {**spec.annotations, common.ISTIO_INJECT: "false"},
     }
-    jobs = ["launcher", "node"] if spec.shape.trainjob_mpi else ["node"]
-    return {
-        "manager": PATCH_MANAGER,
-        "trainingRuntimeSpec": {
-            "template": {
-                "spec": {
-                    "replicatedJobs": [
-                        {"name": job, "template": {"spec": {"template": template}}} for job in jobs
-                    ]
+    jobs = patched_jobs(spec)
+    field = kind.release.override_field
+    if field == "podSpecOverrides":  # v2.0: pod spec fields at the top, no pod metadata
+        return [{"targetJobs": [{"name": j} for j in jobs], **pod}]
+    if field == "podTemplateOverrides":  # v2.1
+        return [{"targetJobs": [{"name": j} for j in jobs], "metadata": meta, "spec": pod}]
+    template = {"metadata": meta, "spec": pod}
+    return [
+        {
+            "manager": PATCH_MANAGER,
+            "trainingRuntimeSpec": {
+                "template": {
+                    "spec": {
+                        "replicatedJobs": [
+                            {"name": j, "template": {"spec": {"template": template}}} for j in jobs
+                        ]
+                    }
                 }
-            }
-        },
-    }
+            },
+        }
+    ]

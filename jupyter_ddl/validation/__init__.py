@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .. import names
+from .. import kinds, names
 from ..errors import ValidationError
 from ..models import JobSpec
 from ..shape import count_problems
@@ -20,7 +20,7 @@ from .kube import env_problems, metadata_problems, operator_env_problems, placem
 from .policy import gang_problems, run_policy_problems
 from .resources import resource_problems, torch_option_problems
 
-TARGETS = ("TrainJob",)
+TARGETS = (kinds.TRAINJOB.name,)
 
 
 def problems(spec: JobSpec) -> list[str]:
@@ -67,7 +67,7 @@ def _name_syntax(spec: JobSpec) -> list[str]:
 
 
 def _name_length(spec: JobSpec) -> list[str]:
-    longest = names.longest_derived(spec.name, spec.shape.kind, dict(spec.shape.counts))
+    longest = names.longest_derived(spec.name, spec.shape.job_kind, spec.shape.counts)
     if len(longest) > names.MAX_LABEL:
         room = names.MAX_LABEL - (len(longest) - len(spec.name))
         return [
@@ -78,7 +78,7 @@ def _name_length(spec: JobSpec) -> list[str]:
 
 
 def _replicas(spec: JobSpec, strategy: Strategy) -> list[str]:
-    out = count_problems(strategy, spec.replicas, spec.target == "TrainJob")
+    out = count_problems(strategy, spec.replicas, spec.target in TARGETS)
     if not out and spec.shape.total == 0:
         out.append("replicas: the job has no replicas; give at least one role a count of 1")
     return out
@@ -89,15 +89,15 @@ def _target(spec: JobSpec, strategy: Strategy) -> list[str]:
     if spec.target is not None and spec.target not in TARGETS:
         out.append(
             f"target: unknown target {spec.target!r}; leave it empty (runs as {strategy.kind}) "
-            "or set 'TrainJob' for a Kubeflow Trainer v2 job"
+            f"or set {kinds.TRAINJOB.name!r} for a Kubeflow Trainer v2 job"
         )
-    elif spec.target == "TrainJob" and strategy.trainjob_runtime is None:
+    elif spec.target in TARGETS and strategy.trainjob_runtime is None:
         able = ", ".join(s.name for s in CATALOG.values() if s.trainjob_runtime)
         out.append(
             f"target: {strategy.name} cannot run as a TrainJob (Trainer v2 has no runtime for it); "
             f"leave target empty (it runs as {strategy.kind}) or use one of: {able}"
         )
-    if spec.runtime_ref is not None and spec.target != "TrainJob":
+    if spec.runtime_ref is not None and spec.target not in TARGETS:
         out.append(
             "runtime_ref: only a TrainJob references a runtime; set target='TrainJob' or drop it"
         )

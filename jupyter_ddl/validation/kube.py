@@ -36,7 +36,7 @@ def env_problems(spec: JobSpec, strategy: Strategy) -> list[str]:
 
 def operator_env_problems(spec: JobSpec) -> list[str]:
     reserved = contract.operator_env_names(spec)
-    if spec.shape.kind == "TrainJob":
+    if spec.shape.runtime is not None and not spec.shape.trainjob_mpi:
         reserved |= set(contract.TRAINJOB_RESERVED_ENV)
     return [
         f"env.{key}: the operator sets {key} for this job and overrides yours; drop it"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from .. import names
 from ..models import JobSpec, RestartPolicy
-from ..shape import try_resolve
+from ..shape import TRAINER_RELEASE_OPTION, is_trainjob, try_resolve
 from ..strategies import Strategy
+from ..trainer import RELEASES, release_named
 
 GANG_SCHEDULERS = ("volcano", "scheduler-plugins")
 
@@ -18,15 +19,16 @@ def run_policy_problems(spec: JobSpec, strategy: Strategy) -> list[str]:
         out.append(
             f"restart_policy: unknown policy {spec.restart_policy!r}; choose one of: {choices}"
         )
-    elif spec.target == "TrainJob" and rp is not None:
+    elif is_trainjob(spec) and rp is not None:
         out.append(
             "restart_policy: a TrainJob has no restart policy (its runtime decides); drop it"
         )
-    elif strategy.kind == "MPIJob" and rp in (RestartPolicy.ALWAYS, RestartPolicy.EXIT_CODE):
+    elif rp in strategy.kind.refused_restart():
         out.append(
-            f"restart_policy: an MPIJob refuses {rp.value} (operator-contract.md §3.1); use Never or OnFailure"
+            f"restart_policy: an {strategy.kind} refuses {rp.value} (operator-contract.md §3.1); "
+            "use Never or OnFailure"
         )
-    if spec.target == "TrainJob" and spec.clean_pod_policy is not None:
+    if is_trainjob(spec) and spec.clean_pod_policy is not None:
         out.append("clean_pod_policy: a TrainJob has no runPolicy; drop clean_pod_policy")
     for field, value, low in (
         ("backoff_limit", spec.backoff_limit, 0),
@@ -35,13 +37,31 @@ def run_policy_problems(spec: JobSpec, strategy: Strategy) -> list[str]:
     ):
         if value is not None and value < low:
             out.append(f"{field}: {value} is below {low}; give {low} or more, or leave it unset")
-    if spec.target == "TrainJob" and (
+    if is_trainjob(spec) and (
         spec.backoff_limit is not None or spec.ttl_seconds_after_finished is not None
     ):
         out.append(
             "backoff_limit: a TrainJob takes neither backoff_limit nor TTL; drop them (its runtime decides)"
         )
-    return out
+    return out + _trainer_release_problems(spec)
+
+
+def _trainer_release_problems(spec: JobSpec) -> list[str]:
+    name = spec.backend_options.get(TRAINER_RELEASE_OPTION)
+    if name is None:
+        return []
+    if name not in RELEASES:
+        return [
+            f"backend_options.{TRAINER_RELEASE_OPTION}: {name!r} is not a Trainer release "
+            f"jupyter-ddl knows; use one of {', '.join(RELEASES)}"
+        ]
+    deadline = is_trainjob(spec) and spec.active_deadline_seconds is not None
+    if deadline and not release_named(name).deadline:  # the field exists from v2.2 (§4.6)
+        return [
+            f"active_deadline_seconds: Trainer {name} has no activeDeadlineSeconds (v2.2 "
+            "and later do); drop it, or run on a newer Trainer"
+        ]
+    return []
 
 
 def _restart_policy(value: object) -> RestartPolicy | None:
@@ -60,7 +80,7 @@ def gang_problems(spec: JobSpec, strategy: Strategy) -> list[str]:
         out.append(
             f"gang.scheduler: unknown scheduler {g.scheduler!r}; choose volcano or scheduler-plugins"
         )
-    if spec.target == "TrainJob":
+    if is_trainjob(spec):
         out.append(
             "gang: a TrainJob gets gang scheduling from its runtime's podGroupPolicy; drop gang"
         )

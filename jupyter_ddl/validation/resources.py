@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from .. import names
 from ..models import JobSpec
-from ..shape import JobShape, try_resolve
+from ..shape import JobShape, is_trainjob, try_resolve
 from ..strategies import Strategy
 
 
 def resource_problems(spec: JobSpec, strategy: Strategy) -> list[str]:
     out: list[str] = []
-    roles = set(strategy.role_names) | (
-        {"Node", "Launcher"} if spec.target == "TrainJob" else set()
-    )
+    roles = set(strategy.role_names) | ({"Node", "Launcher"} if is_trainjob(spec) else set())
     for role in spec.resources:
         if role not in roles:
             out.append(

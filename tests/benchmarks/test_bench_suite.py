@@ -15,7 +15,7 @@ from benchmarks.table import COLUMNS
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(660)
+@pytest.mark.timeout(1560)
 def test_quick_suite_over_every_module_present(tmp_path):
     names = runner.discover()
     out = tmp_path / "results.md"
@@ -25,7 +25,7 @@ def test_quick_suite_over_every_module_present(tmp_path):
         env=dict(os.environ, PYTHONPATH=str(runner.ROOT)),
         capture_output=True,
         text=True,
-        timeout=650,
+        timeout=1500,
     )
     # 2 would mean a module failed or a row lacks a baseline; 1 only a missed target.
     assert r.returncode in (0, 1), r.stdout + r.stderr[-3000:]
@@ -40,6 +40,6 @@ def test_quick_suite_over_every_module_present(tmp_path):
     for cells in rows:
         baseline, ratio, result = cells[3], cells[4], cells[6].rstrip(" |")
         assert ":" in baseline and baseline.split(":", 1)[1].strip() != "–", cells
-        assert result in ("pass", "FAIL", "n/a"), cells
+        assert result in ("pass", "FAIL", "n/a", "pending"), cells
         assert ratio.endswith("×") or ratio == "–", cells
     assert "quick run (1 repeats)" in md and "CPUs" in md

@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from jupyter_ddl.bundle import build_bundle
-from jupyter_ddl.manifests import CODE_DIR
+from jupyter_ddl.manifests import CODE_DIR, WORK_DIR
 from jupyter_ddl.models import EventKind, JobSpec, JobState, ReplicaState, RestartPolicy
 
 RUN_CELL = ["python", "-u", f"{CODE_DIR}/cell.py"]  # the cell itself, no framework shim
@@ -213,7 +213,8 @@ def test_trainjob_pods_found_by_jobset_labels_and_run_under_torchrun(backend, do
     )
     backend.submit(spec, build_bundle(cell))
     stored = double.store.get("trainer.kubeflow.org/v1alpha1/trainjobs", "team-a", spec.name)
-    assert stored["spec"]["trainer"]["command"][0] == "torchrun"
+    # started in the work directory (a TrainJob's trainer has no workingDir), under torchrun
+    assert stored["spec"]["trainer"]["command"][3:5] == [WORK_DIR, "torchrun"]
     events = collect(backend, spec.name, timeout=90)
     texts = sorted(
         e.log.text for e in events if e.kind == EventKind.LOG and e.log.text.startswith("node")

@@ -1,10 +1,11 @@
 """With a registry configured the code travels as an appended image layer (a real
-``docker-registry``), no ConfigMap is made, and a missing user image is caught
-before anything is created."""
+``docker-registry``), no ConfigMap is made (but where pods of the job do not run that
+image), and a missing user image is caught before anything is created."""
 
 from __future__ import annotations
 
 import subprocess
+import time
 import uuid
 
 import pytest
@@ -53,4 +54,29 @@ def test_code_ships_as_an_image_layer_and_missing_images_are_caught(make_backend
         b.submit(missing, build_bundle("pass\n"))
     assert "does not exist" in str(e.value) and "\n" not in str(e.value)
     assert double.store.get("kubeflow.org/v1/pytorchjobs", "team-a", missing.name) is None
+    b.cancel(spec.name)
+
+
+def test_a_deepspeed_trainjob_ships_its_code_to_the_node_pods_too(make_backend, double, registry):
+    """trainer.image reaches the launcher only; the node pods keep the runtime's image
+    (operator-contract.md §10.19), so the code also travels in a ConfigMap mounted on
+    every job of the runtime."""
+    b = make_backend(registry=f"{registry.host}/team", insecure_registries=[registry.host])
+    spec = JobSpec(name=f"ds-{uuid.uuid4().hex[:6]}", strategy="deepspeed", target="TrainJob",
+                   replicas={"Node": 2}, image=f"{registry.host}/base:1",
+                   command=["python", "-c", "pass"])  # fmt: skip
+    b.submit(spec, build_bundle("print('everywhere')\n"))
+    job = double.store.get("trainer.kubeflow.org/v1alpha1/trainjobs", "team-a", spec.name)
+    assert job["spec"]["trainer"]["image"].startswith(f"{registry.host}/team/jupyter-ddl@sha256:")
+    assert double.store.get("core/v1/configmaps", "team-a", f"{spec.name}-code") is not None
+    selector = (
+        f"jobset.sigs.k8s.io/replicatedjob-name=node,jobset.sigs.k8s.io/jobset-name={spec.name}"
+    )
+    deadline = time.monotonic() + 20
+    while not (node := double.store.list("core/v1/pods", "team-a", selector)[0]):
+        assert time.monotonic() < deadline, "no node pod"
+        time.sleep(0.1)
+    code = [v for v in node[0]["spec"]["volumes"] if v["name"] == "ddl-code"]
+    assert code and code[0]["configMap"]["name"] == f"{spec.name}-code"
+    assert node[0]["spec"]["containers"][0]["image"] != job["spec"]["trainer"]["image"]
     b.cancel(spec.name)

@@ -13,7 +13,14 @@ from jupyter_ddl.backends.kubernetes import status as S
 from jupyter_ddl.backends.kubernetes.logs import split_timestamp
 from jupyter_ddl.backends.kubernetes.usage import quantity
 from jupyter_ddl.bundle import build_bundle
-from jupyter_ddl.errors import JobConflict, JobNotFound, PermissionDenied, ValidationError
+from jupyter_ddl.errors import (
+    JobConflict,
+    JobNotFound,
+    PermissionDenied,
+    ResourceError,
+    ValidationError,
+)
+from jupyter_ddl.kinds import MPIJOB, PYTORCHJOB, TFJOB, TRAINJOB
 from jupyter_ddl.models import JobSpec, JobState, ReplicaState, VolumeMount
 
 
@@ -30,28 +37,36 @@ def test_error_mapping_one_line_each():
     )
     assert isinstance(e, PermissionDenied) and "may not get pods/log in namespace ns" in str(e)
     assert isinstance(E.map_api_error(409, "", action="submitting", name="j"), JobConflict)
-    e404 = E.map_api_error(
-        404,
-        "404 page not found",
-        action="submitting",
-        kind="TFJob",
-        group_version="kubeflow.org/v1",
-    )
+    e404 = E.map_api_error(404, "404 page not found", action="submitting", kind=TFJOB)
     assert "CRD is not installed" in str(e404) and "training operator" in str(e404)
     nf = E.map_api_error(
-        404,
-        status_body(404, "NotFound", 'x "j" not found'),
-        action="reading",
-        kind="TFJob",
-        name="j",
+        404, status_body(404, "NotFound", 'x "j" not found'), action="reading", kind=TFJOB, name="j"
     )
     assert isinstance(nf, JobNotFound)
     body = status_body(
         422, "Invalid", "bad", causes=[{"field": "spec.x", "message": "Invalid value"}]
     )
-    inv = E.map_api_error(422, body, action="submitting", kind="TFJob", name="j")
+    inv = E.map_api_error(422, body, action="submitting", kind=TFJOB, name="j")
     assert isinstance(inv, ValidationError) and "spec.x: Invalid value" in str(inv)
-    for err in (e, e404, nf, inv):
+    # not every 403 is RBAC: a webhook's and a quota's words are shown as they are
+    hook = 'pytorchjobs.kubeflow.org "j" is forbidden: admission webhook "v.kyverno" denied the request:\n  team label missing'
+    wh = E.map_api_error(
+        403, status_body(403, "Forbidden", hook), action="submitting", kind=PYTORCHJOB
+    )
+    assert isinstance(wh, PermissionDenied) and "team label missing" in str(wh)
+    assert "may not" not in str(wh) and "Role" not in str(wh)
+    quota = 'configmaps "j-code" is forbidden: exceeded quota: cm, requested: count/configmaps=1'
+    q = E.map_api_error(403, status_body(403, "Forbidden", quota), action="submitting")
+    assert isinstance(q, ResourceError) and "exceeded quota: cm" in str(q)
+    # a strict create refused for a field the cluster's CRD lacks: the field and the release
+    strict = ('TrainJob in version "v1alpha1" cannot be handled as a TrainJob: strict decoding '
+              'error: unknown field "spec.runtimePatches"')  # fmt: skip
+    uf = E.map_api_error(400, status_body(400, "BadRequest", strict), action="submitting",
+                         kind=TRAINJOB, written_for="Trainer v2.3.0, from config")  # fmt: skip
+    assert isinstance(uf, ValidationError)
+    assert "spec.runtimePatches" in str(uf) and "Trainer v2.3.0" in str(uf)
+    assert "trainer_release" in str(uf)
+    for err in (e, e404, nf, inv, wh, q, uf):
         assert "\n" not in str(err)
 
 
@@ -98,14 +113,14 @@ def test_status_folding_per_kind():
           "status": {"conditions": [{"type": "Created", "status": "True"}, {"type": "Running", "status": "True"}]}}  # fmt: skip
     pods = [_pod({"training.kubeflow.org/replica-type": "worker", "training.kubeflow.org/replica-index": "1"}, "Running",
                  state={"running": {}}, restartCount=0)]  # fmt: skip
-    st = S.job_status("TFJob", tf, pods)
+    st = S.job_status(TFJOB, tf, pods)
     assert st.state == JobState.RUNNING and st.strategy == "tf-mirrored"
     assert [(r.id, r.state) for r in st.replicas] == [
         ("worker-0", ReplicaState.PENDING),
         ("worker-1", ReplicaState.RUNNING),
     ]
     mpi_pod = _pod({"training.kubeflow.org/job-role": "launcher"}, "Succeeded")
-    assert S.pod_replica("MPIJob", mpi_pod) == ("Launcher", 0)
+    assert MPIJOB.pod_replica(mpi_pod) == ("Launcher", 0)
     tj_pod = _pod(
         {
             "jobset.sigs.k8s.io/replicatedjob-name": "node",
@@ -113,14 +128,14 @@ def test_status_folding_per_kind():
         },
         "Running",
     )
-    assert S.pod_replica("TrainJob", tj_pod) == ("Node", 3)
+    assert TRAINJOB.pod_replica(tj_pod) == ("Node", 3)
     done = {
         **tf,
         "status": {"conditions": [{"type": "Complete", "status": "True", "message": "ok"}]},
     }
-    assert S.job_state("TrainJob", done, [])[0] == JobState.SUCCEEDED
+    assert S.job_state(done, [])[0] == JobState.SUCCEEDED
     cancelled = {**tf, "metadata": {"name": "j", "annotations": {S.ANNOTATION_CANCELLED: "true"}}}
-    assert S.job_status("TFJob", cancelled, pods).replicas[1].state == ReplicaState.TERMINATED
+    assert S.job_status(TFJOB, cancelled, pods).replicas[1].state == ReplicaState.TERMINATED
 
 
 def test_shipping_builders_keep_values_out_and_check_size():

@@ -15,6 +15,7 @@ from jupyter_ddl.backends.local.jobdir import format_log_line, parse_log_line
 from jupyter_ddl.backends.local.requirements import cache_key
 from jupyter_ddl.bundle import build_bundle
 from jupyter_ddl.errors import ResourceError
+from jupyter_ddl.kinds import MPIJOB, PYTORCHJOB, TFJOB
 from jupyter_ddl.metrics import METRIC_MARKER, parse_metric_line
 from jupyter_ddl.models import JobSpec, JobState, ReplicaState, RestartPolicy
 from jupyter_ddl.runtime import ddl_runtime
@@ -64,26 +65,24 @@ def test_restart_decisions_follow_the_operator(pol, code, sig, want):
 
 
 def test_default_restart_policy_per_kind():
-    assert policy.restart_policy("TFJob", "Worker", None) == RestartPolicy.NEVER
-    assert policy.restart_policy("PyTorchJob", "Worker", None) == RestartPolicy.ON_FAILURE
-    assert policy.restart_policy("MPIJob", "Launcher", None) == RestartPolicy.ON_FAILURE
-    assert policy.restart_policy("MPIJob", "Worker", None) == RestartPolicy.NEVER
-    assert policy.restart_policy("TFJob", "PS", RestartPolicy.ALWAYS) == RestartPolicy.ALWAYS
+    assert policy.restart_policy(TFJOB, "Worker", None) == RestartPolicy.NEVER
+    assert policy.restart_policy(PYTORCHJOB, "Worker", None) == RestartPolicy.ON_FAILURE
+    assert policy.restart_policy(MPIJOB, "Launcher", None) == RestartPolicy.ON_FAILURE
+    assert policy.restart_policy(MPIJOB, "Worker", None) == RestartPolicy.NEVER
+    assert policy.restart_policy(TFJOB, "PS", RestartPolicy.ALWAYS) == RestartPolicy.ALWAYS
 
 
 def test_job_outcome_per_kind():
     tf_chief = {("Chief", 0): S, ("Worker", 0): R, ("PS", 0): R}
-    assert policy.job_outcome("TFJob", tf_chief) == JobState.SUCCEEDED
-    assert policy.job_outcome("TFJob", {("Worker", 0): S, ("Worker", 1): R}) == JobState.SUCCEEDED
-    assert policy.job_outcome("TFJob", {("Worker", 0): R, ("Worker", 1): S}) is None
+    assert policy.job_outcome(TFJOB, tf_chief) == JobState.SUCCEEDED
+    assert policy.job_outcome(TFJOB, {("Worker", 0): S, ("Worker", 1): R}) == JobState.SUCCEEDED
+    assert policy.job_outcome(TFJOB, {("Worker", 0): R, ("Worker", 1): S}) is None
     assert (
-        policy.job_outcome("PyTorchJob", {("Master", 0): S, ("Worker", 0): R}) == JobState.SUCCEEDED
+        policy.job_outcome(PYTORCHJOB, {("Master", 0): S, ("Worker", 0): R}) == JobState.SUCCEEDED
     )
-    assert policy.job_outcome("PyTorchJob", {("Worker", 0): S, ("Worker", 1): R}) is None
-    assert policy.job_outcome("PyTorchJob", {("Master", 0): R, ("Worker", 0): F}) == JobState.FAILED
-    assert (
-        policy.job_outcome("MPIJob", {("Launcher", 0): S, ("Worker", 0): R}) == JobState.SUCCEEDED
-    )
+    assert policy.job_outcome(PYTORCHJOB, {("Worker", 0): S, ("Worker", 1): R}) is None
+    assert policy.job_outcome(PYTORCHJOB, {("Master", 0): R, ("Worker", 0): F}) == JobState.FAILED
+    assert policy.job_outcome(MPIJOB, {("Launcher", 0): S, ("Worker", 0): R}) == JobState.SUCCEEDED
 
 
 def test_backoff_and_deadline():
@@ -92,6 +91,8 @@ def test_backoff_and_deadline():
     assert policy.backoff_delay(0) == 0 and policy.backoff_delay(3) > policy.backoff_delay(1)
     assert policy.backoff_delay(50) == 10.0
     assert policy.deadline_passed(100.0, 111.0, 10) and not policy.deadline_passed(100.0, 105.0, 10)
+    # reached is passed: the operator fails a job at duration >= activeDeadlineSeconds
+    assert policy.deadline_passed(100.0, 110.0, 10)
     assert policy.describe_exit(None, 9) == "signal 9 (SIGKILL)"
     abort = policy.explain_exit(None, 6, ["ok", "terminate called without an active exception"])
     assert "signal 6 (SIGABRT)" in abort and "destroy_process_group" in abort

@@ -72,13 +72,16 @@ def test_torch_ddp_processes_see_the_world_the_flags_asked_for(backend, flags, r
 
 
 def test_deepspeed_trainjob_ranks_are_the_launchers_mpirun_ranks(backend):
-    # Trainer's deepspeed runtime is an MPI one: a launcher runs mpirun over the nodes
+    # Trainer's deepspeed runtime is an MPI one whose launcher is one of the numNodes
+    # hosts (runLauncherAsNode): it runs mpirun over itself and the node pods
     require.module("torch")
     require.executable("mpirun")
     spec, status = run(backend, "--strategy deepspeed --replicas 2 --target trainjob", TORCH_CELL)
-    assert [r.id for r in status.replicas] == ["launcher-0", "node-0", "node-1"]
-    got = saw(backend, spec.name, status.replicas[1:])  # each rank logs as its node
+    assert [r.id for r in status.replicas] == ["launcher-0", "node-0"]
+    got = saw(backend, spec.name, status.replicas)  # each rank logs as its host
     assert [g[:5] for g in got] == [(str(k), "2", "2", "True", "2") for k in range(2)]
+    # v2.3's hostfile lists the node job first: rank 0 on node-0, rank 1 on the launcher
+    assert [g[0] for g in saw(backend, spec.name, status.replicas[1:])] == ["0"]
 
 
 TF_CELL = """

@@ -1,22 +1,25 @@
 """``KubernetesBackend``: Kubeflow jobs on a cluster, behind the one Backend ABC.
 
 The cluster is the source of truth: jobs are found by our labels, re-attached by
-name, and their status is read from the job object and its pods each time.
+name, and their status is read from the job object and its pods each time. A job
+submitted into another namespace (``--namespace``) is remembered with it, so every
+later call (status, watch, logs, cancel, delete) goes there.
 """
 
 from __future__ import annotations
 
 import builtins
-import json
 import os
 import threading
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ...config import Config
-from ...errors import JobNotFound
-from ...manifests import ANNOTATION_SPEC, LABEL_NOTEBOOK, MANAGED_SELECTOR, RESOURCES
+from ...errors import JobNotFound, ValidationError
+from ...kinds import KINDS, Kind
+from ...manifests import LABEL_NOTEBOOK, MANAGED_SELECTOR
 from ...manifests.common import label_value
 from ...metrics import is_metric_line
 from ...models import (
@@ -34,10 +37,16 @@ from . import status as S
 from .connection import SA_DIR, Connection, connect, require_client
 from .errors import from_api_exception
 from .logs import read_container
-from .preflight import split_api_version
+from .objects import CustomObjects
 from .watch import JobWatcher
 
-KINDS = ("TFJob", "PyTorchJob", "MPIJob", "TrainJob")
+
+@dataclass(frozen=True)
+class Ref:
+    """Where one of our jobs is: its kind and namespace."""
+
+    kind: Kind
+    namespace: str
 
 
 class KubernetesBackend(Backend):
@@ -50,7 +59,7 @@ class KubernetesBackend(Backend):
         super().__init__(config)
         self._kubeconfig, self._sa_dir, self._environ = kubeconfig, sa_dir, environ
         self._conn: Connection | None = None
-        self._kinds: dict[str, str] = {}  # job name -> kind, once seen
+        self._refs: dict[str, Ref] = {}  # job name -> where it is, once seen
         self._lock = threading.Lock()
         self.usage_every = usage_every
 
@@ -63,45 +72,30 @@ class KubernetesBackend(Backend):
                 self._conn = connect(self.config, kubeconfig=self._kubeconfig, sa_dir=self._sa_dir)
             return self._conn
 
-    def _find(self, name: str) -> tuple[str, dict[str, Any]]:
-        """(kind, job object) of our job ``name``; raises JobNotFound."""
-        from kubernetes.client import ApiException
-
-        kinds = [self._kinds[name]] if name in self._kinds else list(KINDS)
-        co = self.conn.client("CustomObjectsApi")
-        for kind in kinds:
-            api_version, plural = RESOURCES[kind]
-            group, version = split_api_version(api_version)
-            try:
-                obj = co.get_namespaced_custom_object(
-                    group, version, self.conn.namespace, plural, name
-                )
-            except ApiException as e:
-                if e.status == 404:
-                    continue  # not this kind, or its CRD is not installed
-                raise from_api_exception(
-                    e,
-                    action=f"reading job {name}",
-                    verb="get",
-                    resource=plural,
-                    namespace=self.conn.namespace,
-                ) from e
-            if (obj.get("metadata") or {}).get("deletionTimestamp"):
-                continue  # being deleted: gone for the user
-            self._kinds[name] = kind
-            return kind, obj
-        self._kinds.pop(name, None)
+    def _find(self, name: str) -> tuple[Ref, dict[str, Any]]:
+        """(where, job object) of our job ``name``; raises JobNotFound."""
+        known = self._refs.get(name)
+        where = [known] if known else [Ref(k, self.conn.namespace) for k in KINDS]
+        for ref in where:
+            obj = CustomObjects(self.conn.at(ref.namespace), ref.kind).get(name)
+            if obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):
+                continue  # not this kind, its CRD is absent, or being deleted (gone for the user)
+            self._refs[name] = ref
+            return ref, obj
+        self._refs.pop(name, None)
+        spaces = sorted({r.namespace for r in where})
         raise JobNotFound(
-            f"no job named {name!r} in namespace {self.conn.namespace}",
+            f"no job named {name!r} in namespace {', '.join(spaces)}",
             hint="`%ddl list` shows the jobs",
         )
 
-    def _pods(self, kind: str, name: str) -> list[dict[str, Any]]:
+    def _pods(self, ref: Ref, name: str) -> list[dict[str, Any]]:
         from kubernetes.client import ApiException
 
+        conn = self.conn.at(ref.namespace)
         try:
-            pods = self.conn.client("CoreV1Api").list_namespaced_pod(
-                self.conn.namespace, label_selector=S.pod_selector(kind, name)
+            pods = conn.client("CoreV1Api").list_namespaced_pod(
+                conn.namespace, label_selector=ref.kind.pod_selector(name)
             )
         except ApiException as e:
             raise from_api_exception(
@@ -109,9 +103,9 @@ class KubernetesBackend(Backend):
                 action=f"listing the pods of {name}",
                 verb="list",
                 resource="pods",
-                namespace=self.conn.namespace,
+                namespace=conn.namespace,
             ) from e
-        return self.conn.api.sanitize_for_serialization(pods).get("items") or []
+        return conn.api.sanitize_for_serialization(pods).get("items") or []
 
     # -- Backend --------------------------------------------------------------------------
     def submit(self, spec: JobSpec, bundle: CodeBundle) -> JobHandle:
@@ -125,13 +119,13 @@ class KubernetesBackend(Backend):
             self._environ if self._environ is not None else os.environ,
         )
         md = done.job["metadata"]
-        self._kinds[spec.name] = done.job["kind"]
-        return JobHandle(name=spec.name, backend=self.name, namespace=md.get("namespace"),
+        self._refs[spec.name] = Ref(done.kind, md.get("namespace") or self.conn.namespace)
+        return JobHandle(name=spec.name, backend=self.name, namespace=self._refs[spec.name].namespace,
                          notebook=spec.notebook, code_digest=bundle.digest)  # fmt: skip
 
     def get(self, name: str) -> JobStatus:
-        kind, obj = self._find(name)
-        return S.job_status(kind, obj, self._pods(kind, name), self.conn.namespace)
+        ref, obj = self._find(name)
+        return S.job_status(ref.kind, obj, self._pods(ref, name), ref.namespace)
 
     def list(self, *, notebook: str | None = None) -> list[JobStatus]:
         from kubernetes.client import ApiException
@@ -139,7 +133,7 @@ class KubernetesBackend(Backend):
         selector = MANAGED_SELECTOR
         if notebook:
             selector += f",{LABEL_NOTEBOOK}={label_value(notebook.rsplit('/', 1)[-1])}"
-        co, ns = self.conn.client("CustomObjectsApi"), self.conn.namespace
+        ns = self.conn.namespace
         try:
             pods = (
                 self.conn.api.sanitize_for_serialization(
@@ -153,40 +147,23 @@ class KubernetesBackend(Backend):
             ) from e
         out = []
         for kind in KINDS:
-            api_version, plural = RESOURCES[kind]
-            group, version = split_api_version(api_version)
-            try:
-                jobs = (
-                    co.list_namespaced_custom_object(
-                        group, version, ns, plural, label_selector=selector
-                    ).get("items")
-                    or []
-                )
-            except ApiException as e:
-                if e.status == 404:
-                    continue  # this operator is not installed
-                raise from_api_exception(
-                    e, action=f"listing {kind}s", verb="list", resource=plural, namespace=ns
-                ) from e
-            for obj in jobs:
+            jobs = CustomObjects(self.conn, kind).list(selector)
+            for obj in jobs or []:  # None: this operator is not installed
                 if (obj.get("metadata") or {}).get("deletionTimestamp"):
                     continue
                 name = obj["metadata"]["name"]
-                self._kinds[name] = kind
-                mine = [p for p in pods if _selected(p, S.pod_selector(kind, name))]
+                self._refs.setdefault(name, Ref(kind, ns))
+                mine = [p for p in pods if _selected(p, kind.pod_selector(name))]
                 out.append(S.job_status(kind, obj, mine, ns))
         return sorted(out, key=lambda s: s.created or 0, reverse=True)
 
     def watch(
         self, name: str, *, stop: threading.Event | None = None, from_start: bool = True
     ) -> Iterator[JobEvent]:
-        kind, _ = self._find(name)
-        api_version, plural = RESOURCES[kind]
+        ref, _ = self._find(name)
         watcher = JobWatcher(
-            self.conn,
-            kind,
-            api_version,
-            plural,
+            self.conn.at(ref.namespace),
+            ref.kind,
             name,
             stop=stop,
             from_start=from_start,
@@ -197,30 +174,31 @@ class KubernetesBackend(Backend):
     def logs(self, name: str, *, replica: str | None = None, offset: int = 0, tail: int | None = None,
              follow: bool = False, stop: threading.Event | None = None,
              raw: bool = False) -> Iterator[LogLine]:  # fmt: skip
-        kind, _ = self._find(name)
+        ref, _ = self._find(name)
         if follow:
-            return self._follow_logs(kind, name, replica, offset, tail, stop, raw)
-        return iter(self._read_logs(kind, name, replica, offset, tail, raw))
+            return self._follow_logs(ref, name, replica, offset, tail, stop, raw)
+        return iter(self._read_logs(ref, name, replica, offset, tail, raw))
 
     def _read_logs(
-        self, kind: str, name: str, replica: str | None, offset: int, tail: int | None,
+        self, ref: Ref, name: str, replica: str | None, offset: int, tail: int | None,
         raw: bool = False,
     ) -> builtins.list[LogLine]:  # fmt: skip
         out: builtins.list[LogLine] = []
-        pods = sorted(self._pods(kind, name), key=lambda p: S.pod_replica(kind, p) or ("", 0))
+        conn = self.conn.at(ref.namespace)
+        pods = sorted(self._pods(ref, name), key=lambda p: ref.kind.pod_replica(p) or ("", 0))
         for pod in pods:
-            key = S.pod_replica(kind, pod)
+            key = ref.kind.pod_replica(pod)
             if key is None:
                 continue
             rid = f"{key[0].lower()}-{key[1]}"
             if replica and rid != replica:
                 continue
             lines: builtins.list[tuple[float | None, str]] = []
-            cs = ((pod.get("status") or {}).get("containerStatuses") or [{}])[0]
-            pname, cname = pod["metadata"]["name"], cs.get("name")
+            cs = S.container_status(ref.kind, pod) or {}
+            pname, cname = pod["metadata"]["name"], cs.get("name") or ref.kind.container(key[0])
             if (cs.get("lastState") or {}).get("terminated"):
-                lines += [x for x in read_container(self.conn, pname, cname, previous=True) if x]
-            lines += [x for x in read_container(self.conn, pname, cname) if x]
+                lines += [x for x in read_container(conn, pname, cname, previous=True) if x]
+            lines += [x for x in read_container(conn, pname, cname) if x]
             mine = [LogLine(rid, i, text, stamp) for i, (stamp, text) in enumerate(lines)]
             if not raw:  # offsets stay those of the whole log; a tail counts what is kept
                 mine = [line for line in mine if not is_metric_line(line.text)]
@@ -228,18 +206,19 @@ class KubernetesBackend(Backend):
             out += [line for line in kept if line.offset >= offset]
         return out
 
-    def _follow_logs(self, kind: str, name: str, replica: str | None, offset: int, tail: int | None,
-                     stop: threading.Event | None, raw: bool = False) -> Iterator[LogLine]:  # fmt: skip
+    def _follow_logs(self, ref: Ref, name: str, replica: str | None, offset: int,
+                     tail: int | None, stop: threading.Event | None,
+                     raw: bool = False) -> Iterator[LogLine]:  # fmt: skip
         from ...models import EventKind
 
         floor: dict[str, int] = {}
         if tail is not None:  # where "the last tail lines" begin, per replica, right now
-            for old in self._read_logs(kind, name, replica, 0, tail, raw):
+            for old in self._read_logs(ref, name, replica, 0, tail, raw):
                 floor.setdefault(old.replica, old.offset)
-        api_version, plural = RESOURCES[kind]
-        for ev in JobWatcher(
-            self.conn, kind, api_version, plural, name, stop=stop, usage_every=0, raw=raw
-        ).events():
+        watcher = JobWatcher(
+            self.conn.at(ref.namespace), ref.kind, name, stop=stop, usage_every=0, raw=raw
+        )
+        for ev in watcher.events():
             line = ev.log if ev.kind == EventKind.LOG else None
             if (
                 line
@@ -249,62 +228,31 @@ class KubernetesBackend(Backend):
                 yield line
 
     def cancel(self, name: str) -> JobStatus:
-        from kubernetes.client import ApiException
-
-        kind, obj = self._find(name)
-        current = S.job_status(kind, obj, self._pods(kind, name), self.conn.namespace)
+        ref, obj = self._find(name)
+        current = S.job_status(ref.kind, obj, self._pods(ref, name), ref.namespace)
         if current.state.finished:
             return current
-        api_version, plural = RESOURCES[kind]
-        group, version = split_api_version(api_version)
-        suspend = {"suspend": True} if kind == "TrainJob" else {"runPolicy": {"suspend": True}}
-        patch = {"metadata": {"annotations": {S.ANNOTATION_CANCELLED: "true"}}, "spec": suspend}
-        co = self.conn.client("CustomObjectsApi")
+        patch = {
+            "metadata": {"annotations": {S.ANNOTATION_CANCELLED: "true"}},
+            "spec": ref.kind.suspend_patch(),
+        }
+        objects = CustomObjects(self.conn.at(ref.namespace), ref.kind)
         try:
-            co.patch_namespaced_custom_object(
-                group, version, self.conn.namespace, plural, name, patch
-            )
-        except ApiException as e:
-            if e.status != 422:
-                raise from_api_exception(
-                    e,
-                    action=f"cancelling {name}",
-                    verb="patch",
-                    resource=plural,
-                    namespace=self.conn.namespace,
-                ) from e
-            self.delete(name)  # this kind cannot be suspended: deleting is the only stop
+            objects.patch(name, patch, f"cancelling {name}")
+        except ValidationError:  # 422: this job cannot be suspended; deleting is the only stop
+            self.delete(name)
             current.state = JobState.CANCELLED
             return current
         return self.get(name)
 
     def delete(self, name: str) -> None:
-        from kubernetes import client
-        from kubernetes.client import ApiException
-
-        kind, _ = self._find(name)
-        api_version, plural = RESOURCES[kind]
-        group, version = split_api_version(api_version)
-        try:
-            self.conn.client("CustomObjectsApi").delete_namespaced_custom_object(
-                group, version, self.conn.namespace, plural, name,
-                body=client.V1DeleteOptions(propagation_policy="Foreground"),
-            )  # fmt: skip
-        except ApiException as e:
-            if e.status != 404:
-                raise from_api_exception(
-                    e,
-                    action=f"deleting {name}",
-                    verb="delete",
-                    resource=plural,
-                    namespace=self.conn.namespace,
-                ) from e
-        self._kinds.pop(name, None)
+        ref, _ = self._find(name)
+        CustomObjects(self.conn.at(ref.namespace), ref.kind).delete(name)
+        self._refs.pop(name, None)
 
     def spec(self, name: str) -> JobSpec | None:
         _, obj = self._find(name)
-        raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_SPEC)
-        return JobSpec.from_dict(json.loads(raw)) if raw else None
+        return S.submitted_spec(obj)
 
     def capabilities(self) -> Capabilities:
         from .capabilities import capabilities

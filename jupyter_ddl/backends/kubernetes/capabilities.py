@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ...config import Config
 from ...errors import ClusterUnauthorized, ClusterUnreachable, DDLError
-from ...manifests import RESOURCES
+from ...kinds import KINDS, MPIJOB, TRAINJOB, Kind
 from ...models import Capabilities
 from ...strategies import CATALOG
 from .connection import Connection
@@ -15,15 +15,15 @@ from .errors import from_api_exception
 from .preflight import _gpus, serving_versions, split_api_version
 
 
-def served_kinds(conn: Connection) -> tuple[set[str], set[str]]:
+def served_kinds(conn: Connection) -> tuple[set[Kind], set[str]]:
     """(job kinds served, group/versions served), from discovery."""
     groups = conn.client("ApisApi").get_api_versions().groups or []
     gvs = {v.group_version for g in groups for v in g.versions or []}
-    kinds = set()
-    for kind, (api_version, plural) in RESOURCES.items():
-        group, version = split_api_version(api_version)
-        if api_version in gvs and version in serving_versions(conn, group, plural):
-            kinds.add(kind)
+    kinds = {
+        k
+        for k in KINDS
+        if k.api_version in gvs and k.version in serving_versions(conn, k.group, k.plural)
+    }
     return kinds, gvs
 
 
@@ -43,7 +43,7 @@ def capabilities(conn: Connection, cfg: Config) -> Capabilities:
     strategies = tuple(
         s.name
         for s in CATALOG.values()
-        if s.kind in kinds or (s.trainjob_runtime and "TrainJob" in kinds)
+        if s.kind in kinds or (s.trainjob_runtime and TRAINJOB in kinds)
     )
     try:
         nodes = conn.client("CoreV1Api").list_node().items
@@ -58,9 +58,9 @@ def capabilities(conn: Connection, cfg: Config) -> Capabilities:
         detail={
             "reachable": True,
             "namespace": conn.namespace,
-            "kinds": sorted(kinds),
+            "kinds": sorted(k.name for k in kinds),
             # which MPIJob is installed: v2beta1 (mpi-operator) or v1 (training operator)
-            "mpijob_versions": serving_versions(conn, "kubeflow.org", "mpijobs"),
+            "mpijob_versions": serving_versions(conn, MPIJOB.group, MPIJOB.plural),
         },
     )
 

@@ -1,6 +1,9 @@
-"""Reaching the cluster: in-cluster config inside a pod, else kubeconfig (context
-selectable); the namespace from our config, else the pod's service-account namespace
-(the Kubeflow profile), else the context's, else ``default``.
+"""Reaching the cluster: a kubeconfig when one is named (``KUBECONFIG``, several files
+merged as kubectl merges them), else in-cluster config inside a pod, else
+``~/.kube/config``; the context selectable. The namespace from our config, else the
+context's when a context was chosen by name, else the pod's service-account namespace
+(the Kubeflow profile), else the current context's, else ``default``. A job's calls
+go to its own namespace (``Connection.at``), which ``--namespace`` may make another.
 
 Each backend gets its own ``ApiClient`` so the global ``kubernetes`` configuration of
 the user's kernel is never changed. Every request it sends has a connect and a read
@@ -12,6 +15,7 @@ costs a sidebar poll or ``%ddl list`` a few seconds at most, and only once per 3
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 from collections.abc import Callable
@@ -45,6 +49,13 @@ class Connection:
 
             self._apis[name] = getattr(client, name)(self.api)
         return self._apis[name]
+
+    def at(self, namespace: str | None) -> Connection:
+        """This connection for calls in ``namespace`` (the same client underneath: close
+        only the original)."""
+        if not namespace or namespace == self.namespace:
+            return self
+        return dataclasses.replace(self, namespace=namespace)
 
     def close(self) -> None:
         try:
@@ -182,6 +193,32 @@ def _in_cluster() -> bool:
     return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and (SA_DIR / "token").exists()
 
 
+def kubeconfig_paths(kubeconfig: str | None) -> list[str]:
+    """The kubeconfig files to merge, existing ones only: the one named, else every
+    file of ``KUBECONFIG``, else ``~/.kube/config``."""
+    from kubernetes.config.kube_config import KUBE_CONFIG_DEFAULT_LOCATION
+
+    listed = kubeconfig or os.environ.get("KUBECONFIG", "") or KUBE_CONFIG_DEFAULT_LOCATION
+    paths = [os.path.expanduser(p) for p in listed.split(os.pathsep) if p]
+    return [p for p in paths if os.path.exists(p)]
+
+
+def kubeconfig_loader(paths: list[str]) -> Any:
+    """One loader over ``paths`` merged as kubectl merges them: the first file to name a
+    cluster, user or context wins, and ``current-context`` comes from the first file
+    that sets it (the client's own merger lets the last one win)."""
+    from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
+
+    merged = KubeConfigMerger(os.pathsep.join(paths))
+    first = next(
+        (c for p in merged.paths if (c := (merged.config_files[p] or {}).get("current-context"))),
+        None,
+    )
+    if first:
+        merged.config.value["current-context"] = first
+    return KubeConfigLoader(config_dict=merged.config, config_base_path=None)
+
+
 def connect(cfg: Config, *, kubeconfig: str | None = None, sa_dir: Path = SA_DIR) -> Connection:
     """Open a connection; raises BackendUnavailable with what to do when none is possible."""
     require_client()
@@ -191,35 +228,33 @@ def connect(cfg: Config, *, kubeconfig: str | None = None, sa_dir: Path = SA_DIR
 
     conf = client.Configuration()
     context_ns: str | None = None
-    in_cluster = _in_cluster() and not cfg.kube_context and not kubeconfig
+    named = kubeconfig or os.environ.get("KUBECONFIG")
+    in_cluster = _in_cluster() and not cfg.kube_context and not named
     try:
         if in_cluster:
             config.load_incluster_config(client_configuration=conf)
         else:
-            path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
-            where = os.path.expanduser(path or config.kube_config.KUBE_CONFIG_DEFAULT_LOCATION)
-            if not os.path.exists(where):
+            paths = kubeconfig_paths(kubeconfig)
+            if not paths:
+                where = named or config.kube_config.KUBE_CONFIG_DEFAULT_LOCATION
                 raise BackendUnavailable(
                     f"kubernetes: not configured (no kubeconfig at {where}, not in a cluster pod)",
                     hint="set KUBECONFIG, or keep to the local backend",
                 )
-            contexts, active = config.list_kube_config_contexts(config_file=path)
-            chosen = (
-                next((c for c in contexts if c["name"] == cfg.kube_context), None)
-                if cfg.kube_context
-                else active
-            )
-            if cfg.kube_context and chosen is None:
-                names = ", ".join(c["name"] for c in contexts)
-                raise BackendUnavailable(
-                    f"kube context {cfg.kube_context!r} is not in the kubeconfig",
-                    hint=f"choose one of: {names} (`%ddl config kube_context=NAME`)",
-                )
-            context_ns = ((chosen or {}).get("context") or {}).get("namespace")
-            config.load_kube_config(
-                config_file=path, context=cfg.kube_context, client_configuration=conf
-            )
-    except (ConfigException, OSError, TypeError) as e:
+            loader = kubeconfig_loader(paths)
+            contexts = loader.list_contexts()
+            if cfg.kube_context:
+                if not any(c["name"] == cfg.kube_context for c in contexts):
+                    names = ", ".join(c["name"] for c in contexts)
+                    raise BackendUnavailable(
+                        f"kube context {cfg.kube_context!r} is not in the kubeconfig",
+                        hint=f"choose one of: {names} (`%ddl config kube_context=NAME`)",
+                    )
+                loader.set_active_context(cfg.kube_context)
+            chosen = loader.current_context or {}
+            context_ns = (chosen.get("context") or {}).get("namespace")
+            loader.load_and_set(conf)
+    except (ConfigException, OSError, TypeError, KeyError) as e:
         raise BackendUnavailable(
             f"kubernetes: no cluster configured ({_first_line(e)})",
             hint="run inside a cluster pod, set KUBECONFIG, or use the local backend",
@@ -234,7 +269,11 @@ def connect(cfg: Config, *, kubeconfig: str | None = None, sa_dir: Path = SA_DIR
     api = client.ApiClient(conf)
     guard_requests(api.rest_client, conf.host, Timeouts.of(cfg))
     probe(api.rest_client, conf.host)
-    namespace = cfg.namespace or service_account_namespace(sa_dir) or context_ns or "default"
+    # a context chosen by name says where the user meant to work
+    chosen_ns = context_ns if cfg.kube_context else None
+    namespace = (
+        cfg.namespace or chosen_ns or service_account_namespace(sa_dir) or context_ns or "default"
+    )
     # A Kubeflow notebook server sets NB_PREFIX; its pod name is the hostname.
     pod = os.environ.get("HOSTNAME") if os.environ.get("NB_PREFIX") else None
     return Connection(api, namespace, cfg.kube_context, in_cluster, pod)

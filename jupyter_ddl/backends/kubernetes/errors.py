@@ -1,11 +1,14 @@
 """Kubernetes API errors -> our one-line errors (cause + next step).
 
-The API server's Status body carries what the user needs: the verb and resource a
-403 refused, the field causes of a 422. A 404 on a job kind's URL means its CRD is not
-served, so the message names the operator to install. A 401 means the credentials
-expired. Transport failures (urllib3: refused, timeout, TLS, proxy) become one line
-naming the server and the cause instead of urllib3's retry chain. Pure: takes status
-code and body, or the exception object.
+The API server's Status body carries what the user needs: the verb and resource an
+RBAC 403 refused, the field causes of a 422, the unknown field of a strict 400. Not
+every 403 is RBAC: an admission webhook (``admission webhook "x" denied the request:
+…``), a quota (``exceeded quota: …``) or PodSecurity answer 403 too, and their words
+are shown as they are. A 404 on a job kind's URL means its CRD is not served, so the
+message names the operator to install. A 401 means the credentials expired. Transport
+failures (urllib3: refused, timeout, TLS, proxy) become one line naming the server and
+the cause instead of urllib3's retry chain. Pure: takes status code and body, or the
+exception object.
 """
 
 from __future__ import annotations
@@ -26,16 +29,11 @@ from ...errors import (
     ResourceError,
     ValidationError,
 )
+from ...kinds import Kind
 
-#: which operator serves each job kind (operator-contract.md §0, §3, §4)
-OPERATORS = {
-    "TFJob": "the Kubeflow training operator (kubeflow/trainer v1.9, kubeflow.org/v1)",
-    "PyTorchJob": "the Kubeflow training operator (kubeflow/trainer v1.9, kubeflow.org/v1)",
-    "MPIJob": "the MPI operator (kubeflow/mpi-operator v0.8, kubeflow.org/v2beta1)",
-    "TrainJob": "Kubeflow Trainer v2 (trainer.kubeflow.org/v1alpha1)",
-}
-
+# an RBAC refusal, as the API server's authorizer words it
 _FORBIDDEN = re.compile(r'cannot (\w+) resource "([^"]+)"(?: subresource "([^"]+)")?')
+_UNKNOWN_FIELD = re.compile(r'unknown field "([^"]+)"')
 
 
 def parse_body(body: Any) -> dict[str, Any]:
@@ -50,11 +48,21 @@ def parse_body(body: Any) -> dict[str, Any]:
     return body if isinstance(body, dict) else {}
 
 
-def crd_missing(kind: str, group_version: str) -> BackendUnavailable:
+def crd_missing(kind: Kind) -> BackendUnavailable:
     return BackendUnavailable(
-        f"the cluster does not serve {kind} ({group_version}): its CRD is not installed",
-        hint=f"install {OPERATORS.get(kind, 'the operator for ' + kind)}, or pick another strategy",
+        f"the cluster does not serve {kind} ({kind.api_version}): its CRD is not installed",
+        hint=f"install {kind.operator}, or pick another strategy",
     )
+
+
+def one_line(text: str) -> str:
+    """A server's message on one line (webhooks may answer with several)."""
+    return " ".join(text.split())
+
+
+def unknown_fields(message: str) -> list[str]:
+    """The fields a strict decode refused (``strict decoding error: unknown field "x"``)."""
+    return _UNKNOWN_FIELD.findall(message)
 
 
 def forbidden_message(status: dict[str, Any], verb: str | None, resource: str | None) -> str:
@@ -70,16 +78,18 @@ def map_api_error(
     body: Any,
     *,
     action: str,
-    kind: str | None = None,
-    group_version: str | None = None,
+    kind: Kind | None = None,
     name: str | None = None,
     verb: str | None = None,
     resource: str | None = None,
     namespace: str | None = None,
+    written_for: str | None = None,
 ) -> DDLError:
-    """The DDLError for one failed API call; ``action`` says what we were doing."""
+    """The DDLError for one failed API call; ``action`` says what we were doing.
+    ``written_for`` names what an object was written for (``Trainer v2.3.0, from the
+    cluster's ConfigMap``), which a strict decode's unknown field contradicts."""
     status = parse_body(body)
-    message = (
+    message = one_line(
         status.get("message")
         or (body.decode() if isinstance(body, bytes) else str(body or "")).strip()
     )
@@ -89,15 +99,10 @@ def map_api_error(
             hint="the token may have expired: log in to the cluster again",
         )
     if code == 403:
-        what = forbidden_message(status, verb, resource)
-        where = f" in namespace {namespace}" if namespace else ""
-        return PermissionDenied(
-            f"{action}: the service account may not {what}{where}",
-            hint=f"ask an admin to grant '{what.split(' ')[0]}' on '{what.split(' ', 1)[-1]}' (a Role/RoleBinding)",
-        )
+        return forbidden(status, message, action, verb, resource, namespace)
     if code == 404:
         if kind and (not status or status.get("reason") != "NotFound"):
-            return crd_missing(kind, group_version or "")
+            return crd_missing(kind)
         return JobNotFound(
             f"{action}: {name or 'object'} not found", hint="`%ddl list` shows the jobs"
         )
@@ -120,6 +125,14 @@ def map_api_error(
                 + "; ".join(fields)
             ]
         )
+    if code == 400 and unknown_fields(message):
+        what = f"{kind} " if kind else ""
+        unknown = ", ".join(unknown_fields(message))
+        return ValidationError(
+            f"{action}: the cluster's {what}CRD has no field {unknown}"
+            + (f" (the object was written for {written_for})" if written_for else "")
+            + (f"; {kind.mismatch_hint}" if kind else "")
+        )
     if code == 400 and "exceeded quota" in message:
         return ResourceError(
             f"{action}: {message}", hint="ask for fewer resources or a larger quota"
@@ -130,6 +143,36 @@ def map_api_error(
             hint="check the cluster connection and retry",
         )
     return ClusterError(f"{action}: the Kubernetes API answered {code}: {message}")
+
+
+def forbidden(
+    status: dict[str, Any],
+    message: str,
+    action: str,
+    verb: str | None,
+    resource: str | None,
+    namespace: str | None,
+) -> DDLError:
+    """A 403: an RBAC refusal names the verb and resource and asks for a Role; an
+    admission webhook, a quota or PodSecurity is shown in its own words (their 403 is
+    no missing permission, and no Role would help)."""
+    rbac = _FORBIDDEN.search(message) or not message
+    if not rbac:
+        if "exceeded quota" in message:
+            return ResourceError(
+                f"{action}: {message}", hint="ask for fewer resources or a larger quota"
+            )
+        return PermissionDenied(
+            f"{action}: {message}",
+            hint="the cluster's admission policy refused it: change the job as it asks, "
+            "or ask the cluster's admins about the policy",
+        )
+    what = forbidden_message(status, verb, resource)
+    where = f" in namespace {namespace}" if namespace else ""
+    return PermissionDenied(
+        f"{action}: the service account may not {what}{where}",
+        hint=f"ask an admin to grant '{what.split(' ')[0]}' on '{what.split(' ', 1)[-1]}' (a Role/RoleBinding)",
+    )
 
 
 def _reason_chain(exc: BaseException) -> list[BaseException]:

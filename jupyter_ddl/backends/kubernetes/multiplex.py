@@ -10,8 +10,9 @@ every open stream without blocking and decodes the HTTP body itself (``chunked``
 Blocking calls (opening a stream, reading a previous container's log) go to a small
 fixed pool of ``OPENERS`` threads. So a watcher runs 1 + ``OPENERS`` threads for its
 logs whatever the number of pods. Whether a container still runs when its stream ends
-is asked of the caller (the watcher answers from its pod watch), never of the API:
-at a job's end every stream ends at once, and a request each would hold the end up.
+is asked of the caller (the watcher answers from its pod watch): at a job's end every
+stream ends at once, and a request each would hold the end up. Only a stream about to
+be reopened is checked with the API too, since the log API cannot name a container ID.
 
 Per container the behaviour is that of a plain follower: lines in order, with their
 timestamps; a stream that ends while the container still runs is reopened (with
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import json
 import logging
 import queue
 import selectors
@@ -43,6 +45,7 @@ from .logs import NOT_STARTED, read_container, split_timestamp
 log = logging.getLogger(__name__)
 
 OPENERS = 8  # threads for the blocking calls: short (headers, one GET), mostly waiting
+OPEN_TIMEOUT = (10.0, 30.0)  # connect, headers: a hung open must not hold an opener
 READ_CAP = 256 * 1024  # bytes read from one stream per wake-up: no stream starves others
 FIRST_DELAY, MAX_DELAY = 0.2, 5.0  # reconnect backoff while a container still runs
 
@@ -56,6 +59,8 @@ class Stream:
     def __init__(self, pod: str, container: str | None, cid: str | None, rid: str) -> None:
         self.pod, self.container, self.cid, self.rid = pod, container, cid, rid
         self.delivered = 0  # lines handed on; a reconnect skips this many
+        self.opens = 0  # connections made so far
+        self.broken = False  # the last connection ended before the log did
         self.delay = FIRST_DELAY
         self.done = threading.Event()
         self.then: list[Stream] = []  # later containers of the same replica, waiting
@@ -176,9 +181,20 @@ class LogMultiplexer:
 
         from .errors import from_api_exception
 
-        kwargs: dict[str, Any] = {"follow": True, "timestamps": True, "_preload_content": False}
+        kwargs: dict[str, Any] = {"follow": True, "timestamps": True, "_preload_content": False,
+                                  "_request_timeout": OPEN_TIMEOUT}  # fmt: skip
         if s.container:
             kwargs["container"] = s.container
+        if s.opens:
+            # The log API names no container ID: reopened after a restart the pod
+            # watch has not shown yet, the stream would be the next container's.
+            which = self._which_log(s)
+            if which is None:
+                return self._finish(s)
+            if which == "previous":  # it restarted: the rest is in the previous log
+                return self._rest_of_previous(s)
+        s.opens += 1
+        s.broken = False
         try:
             resp = self.conn.client("CoreV1Api").read_namespaced_pod_log(
                 s.pod, self.conn.namespace, **kwargs
@@ -187,14 +203,17 @@ class LogMultiplexer:
             if e.status == 404 or (
                 e.status == 400 and any(m in str(e.body) for m in NOT_STARTED + ("not found",))
             ):
+                s.broken = True
                 return self._ended(s)  # not started yet, or gone: ask again
             self.on_error(s.rid, from_api_exception(e, action=f"reading the log of pod {s.pod}",
                           verb="get", resource="pods/log", namespace=self.conn.namespace))  # fmt: skip
             return self._finish(s)
         except OSError:
+            s.broken = True
             return self._ended(s)
         except Exception as e:  # noqa: BLE001 - urllib3's errors: network trouble
             if type(e).__module__.startswith("urllib3"):
+                s.broken = True
                 return self._ended(s)
             raise
         taken = _take_over(resp)
@@ -204,6 +223,8 @@ class LogMultiplexer:
         s.resp, (s.sock, head, s.body) = resp, taken
         self._inbox.put(("add", s, head))
         self._wake()
+        if self._closed.is_set() and not self._thread.is_alive():
+            self._close_inbox()  # closed while we opened it: nobody else will
 
     def _ended(self, s: Stream) -> None:
         """A stream ended (or could not open): the selector thread decides what next."""
@@ -211,11 +232,43 @@ class LogMultiplexer:
         self._wake()
 
     def _check(self, s: Stream) -> None:
-        """Selector thread: open the stream again later if the container still runs."""
-        if self._closed.is_set() or not self.still_running(s.pod, s.cid):
+        """Selector thread: open the stream again later if the container still runs,
+        or if the connection broke (lines may be left even if it has ended since)."""
+        if self._closed.is_set() or not (s.broken or self.still_running(s.pod, s.cid)):
             return self._finish(s)
         heapq.heappush(self._timers, (time.monotonic() + s.delay, next(self._order), s))
         s.delay = min(s.delay * 2, MAX_DELAY)
+
+    def _which_log(self, s: Stream) -> str | None:
+        """Asked of the API (a reopen only): is ``s``'s container the pod's "current"
+        one, its "previous" one (it restarted), or neither (None: gone)?"""
+        from kubernetes.client import ApiException
+
+        try:
+            resp = self.conn.client("CoreV1Api").read_namespaced_pod(
+                s.pod, self.conn.namespace, _preload_content=False, _request_timeout=OPEN_TIMEOUT
+            )
+            pod = json.loads(resp.data)
+        except ApiException as e:
+            return None if e.status == 404 else "current"
+        except Exception:  # noqa: BLE001 - unreachable: try the stream, it backs off
+            return "current"
+        for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+            if s.container in (None, cs.get("name")):
+                if cs.get("containerID") == s.cid:
+                    return "current"
+                last = (cs.get("lastState") or {}).get("terminated") or {}
+                return "previous" if last.get("containerID") == s.cid else None
+        return None
+
+    def _rest_of_previous(self, s: Stream) -> None:
+        lines = [x for x in read_container(self.conn, s.pod, s.container, previous=True,
+                                           stop=self._closed) if x]  # fmt: skip
+        rest = lines[s.delivered :]
+        if rest and not self._closed.is_set():
+            s.delivered += len(rest)
+            self.emit(s.rid, rest)
+        self._finish(s)
 
     def _read_previous(self, s: Stream) -> None:
         lines = [x for x in read_container(self.conn, s.pod, s.container, previous=True,
@@ -241,8 +294,8 @@ class LogMultiplexer:
                     batch.append(split_timestamp(line))
             if batch:
                 self.emit(s.rid, batch)
-        except Exception:  # noqa: BLE001 - a broken stream: reconnect if it still runs
-            pass
+        except Exception:  # noqa: BLE001 - a broken stream: read the rest again
+            s.broken = True
         finally:
             resp.release_conn()
         s._reset()
@@ -268,12 +321,12 @@ class LogMultiplexer:
                 now = time.monotonic()
                 while self._timers and self._timers[0][0] <= now:
                     s = heapq.heappop(self._timers)[2]
-                    if self.still_running(s.pod, s.cid):  # it may have ended meanwhile
+                    if s.broken or self.still_running(s.pod, s.cid):  # or ended meanwhile
                         self._submit(self._open_stream, s)
                     else:
                         self._finish(s)
         finally:
-            self._inbox_commands()  # streams opened meanwhile: close them too
+            self._close_inbox()  # streams opened meanwhile
             for s in list(self._open):
                 self._disconnect(s)
             self._sel.close()
@@ -286,6 +339,18 @@ class LogMultiplexer:
                 pass
         except OSError:  # would block (drained) or closed
             pass
+
+    def _close_inbox(self) -> None:
+        while True:
+            try:
+                what, s, _ = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            if what == "add" and s.resp is not None:
+                try:
+                    s.resp.close()
+                except Exception:  # noqa: BLE001 - closing must not fail the caller
+                    pass
 
     def _inbox_commands(self) -> None:
         while True:
@@ -354,6 +419,7 @@ class LogMultiplexer:
             return
         if clean or eof:
             self._disconnect(s)
+            s.broken = not clean
             self._check(s)
 
     def _disconnect(self, s: Stream) -> None:

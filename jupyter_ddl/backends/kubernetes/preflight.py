@@ -1,17 +1,24 @@
 """Checks before submit, each failing with one clear line: the job kind's CRD is
 served (discovery; MPIJob v1 and v2beta1 share a name), the service account may create
-it and read pods and their logs (SelfSubjectAccessReview), the image exists (when a
-registry is configured), and GPUs asked against allocatable capacity (a warning only).
+it, its PodGroup, and read pods and their logs (SelfSubjectAccessReview), the image
+exists (when a registry is configured), GPUs asked against allocatable capacity (a
+warning only), and the notebook's ReadWriteOnce volumes (a job spread over nodes
+cannot attach them).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ...config import Config
 from ...errors import BackendUnavailable, PermissionDenied, RegistryError
+from ...kinds import Kind
+from ...models import JobSpec
 from .connection import Connection
 from .errors import crd_missing, from_api_exception
+
+Check = tuple[str, str, str, str]  # (verb, group, resource, subresource)
 
 #: (verb, group, resource, subresource) the backend needs besides creating the job
 POD_ACCESS = (
@@ -48,34 +55,39 @@ def serving_versions(conn: Connection, group: str, plural: str) -> list[str]:
     return out
 
 
-def check_crd(conn: Connection, kind: str, api_version: str, plural: str) -> None:
+def check_crd(conn: Connection, kind: Kind) -> None:
     """Raise BackendUnavailable naming the operator when ``kind`` is not served."""
-    group, version = split_api_version(api_version)
-    served = serving_versions(conn, group, plural)
-    if version in served:
+    served = serving_versions(conn, kind.group, kind.plural)
+    if kind.version in served:
         return
-    err = crd_missing(kind, api_version)
-    if kind == "MPIJob" and served:  # same CRD name, other operator (operator-contract.md §10.1)
+    err = crd_missing(kind)
+    if served:  # same CRD name, another operator's version (operator-contract.md §10.1)
         raise BackendUnavailable(
-            f"the cluster serves MPIJob {group}/{', '.join(served)}, not {api_version}: "
-            "the training operator's MPIJob v1 is installed instead of the MPI operator",
+            f"the cluster serves {kind} {kind.group}/{', '.join(served)}, not {kind.api_version}: "
+            "another operator's version of the CRD is installed",
             hint=err.hint,
         )
     raise err
 
 
-def access_checks(api_version: str, plural: str) -> list[tuple[str, str, str, str]]:
-    group, _ = split_api_version(api_version)
-    return [("create", group, plural, ""), *POD_ACCESS]
+def access_checks(kind: Kind, extra: Sequence[Check] = ()) -> list[Check]:
+    return [("create", kind.group, kind.plural, ""), *extra, *POD_ACCESS]
 
 
-def check_access(conn: Connection, api_version: str, plural: str) -> None:
-    """SelfSubjectAccessReview for every verb we need; names each one refused."""
+def podgroup_check(obj: dict[str, Any]) -> Check:
+    """Creating a job's PodGroup (Kubeflow's editor role has no rule for it)."""
+    group = obj["apiVersion"].rpartition("/")[0]
+    return ("create", group, obj["kind"].lower() + "s", "")
+
+
+def check_access(conn: Connection, kind: Kind, extra: Sequence[Check] = ()) -> None:
+    """SelfSubjectAccessReview for every verb we need; names each one refused (an RBAC
+    refusal: a Role is the cure)."""
     from kubernetes import client
     from kubernetes.client import ApiException
 
     missing = []
-    for verb, group, resource, sub in access_checks(api_version, plural):
+    for verb, group, resource, sub in access_checks(kind, extra):
         body = client.V1SelfSubjectAccessReview(
             spec=client.V1SelfSubjectAccessReviewSpec(
                 resource_attributes=client.V1ResourceAttributes(
@@ -156,6 +168,51 @@ def gpu_warnings(conn: Connection, asked: dict[str, tuple[int, int]]) -> list[st
             f"the job asks for {need} GPUs in all but the cluster has {total} allocatable; some pods will stay Pending"
         )
     return out
+
+
+def rwo_problems(
+    conn: Connection, spec: JobSpec, notebook_pod: dict[str, Any] | None
+) -> tuple[list[str], list[str]]:
+    """(refusals, warnings) for ReadWriteOnce claims the job mounts: such a claim
+    attaches to one node, and a pod elsewhere waits for ever (Multi-Attach). A claim
+    the notebook holds, mounted into a job of several pods, is refused; any other one
+    warns. Nothing when the cluster has a single node, or claims cannot be read."""
+    from kubernetes.client import ApiException
+
+    if spec.shape.total < 2 or not spec.volumes:
+        return [], []
+    core = conn.client("CoreV1Api")
+    try:
+        if len(core.list_node().items) == 1:
+            return [], []
+    except ApiException:
+        pass  # notebook accounts rarely may list nodes: assume several
+    pod_spec = (notebook_pod or {}).get("spec") or {}
+    held = {
+        (v.get("persistentVolumeClaim") or {}).get("claimName")
+        for v in pod_spec.get("volumes") or []
+    }
+    refuse, warn = [], []
+    for v in spec.volumes:
+        try:
+            pvc = core.read_namespaced_persistent_volume_claim(v.claim_name, conn.namespace)
+        except ApiException:
+            continue
+        if list(pvc.spec.access_modes or []) != ["ReadWriteOnce"]:
+            continue
+        text = (
+            f"volume {v.claim_name}: a ReadWriteOnce claim attaches to one node only, and the "
+            f"job's {spec.shape.total} pods may land on other nodes and wait for ever (Multi-Attach)"
+        )
+        if v.claim_name in held:
+            node = pod_spec.get("nodeName") or "its node"
+            refuse.append(
+                f"{text}; the notebook holds it on {node}: use a ReadWriteMany claim, "
+                "or copy the data elsewhere"
+            )
+        else:
+            warn.append(text)
+    return refuse, warn
 
 
 def _gpus(allocatable: dict[str, Any] | None) -> int:

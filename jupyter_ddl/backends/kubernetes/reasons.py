@@ -7,6 +7,7 @@ WAITING message with the next step.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 _PULL = ("ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull")
@@ -69,14 +70,21 @@ def pod_waiting(pod: dict[str, Any]) -> str | None:
     return None
 
 
-def event_waiting(event: dict[str, Any]) -> str | None:
-    """A Warning event about our objects as one line, or None when it is noise."""
+def event_waiting(event: dict[str, Any], refusals: Collection[str] = ()) -> str | None:
+    """A Warning event about our objects as one line, or None when it is noise.
+    ``refusals``: the reasons by which the job's operator says the API server refused
+    a pod it made (operator-contract.md §10.18); their message is the server's."""
     reason = event.get("reason") or ""
-    if event.get("type") != "Warning" or reason not in EVENT_REASONS:
+    if event.get("type") != "Warning" or reason not in EVENT_REASONS | set(refusals):
         return None
-    msg = (event.get("message") or "").strip()
+    msg = " ".join((event.get("message") or "").split())
     obj = event.get("involvedObject") or {}
     what = f"{(obj.get('kind') or '').lower()} {obj.get('name', '')}".strip()
+    if reason in refusals:
+        return (
+            f"{reason} ({what}): the cluster refused a pod: {msg} "
+            "(quota or admission policy: free the quota or change the job as it asks)"
+        )
     if reason == "FailedScheduling":
         return f"FailedScheduling ({what}): {msg} ({_hint_for_schedule(msg)})"
     if obj.get("kind") == "PodGroup" or "gang" in msg or "PodGroup" in msg:

@@ -1,85 +1,86 @@
 """Job objects and pods -> JobStatus / ReplicaStatus (pure, over camelCase dicts).
 
-Kinds differ in how pods are labelled (operator-contract.md §1.4 v1 operators, §3.4 mpi-operator,
-§4.2 JobSet) and how a job ends (§1.5, §3.4: ``Succeeded``/``Failed`` conditions;
-§4.4: ``Complete``/``Failed``, no Running condition).
+Kinds differ in how pods are labelled (operator-contract.md §1.4 v1 operators, §3.4
+mpi-operator, §4.2 JobSet: ``Kind.pod_replica``), which container trains
+(``Kind.container``: the kubelet sorts statuses by name, so a sidecar may come first,
+§10.15) and how a job ends (§1.5, §3.4: ``Succeeded``/``Failed`` conditions; §4.4:
+``Complete``/``Failed``, no Running condition, no start or completion time).
 """
 
 from __future__ import annotations
 
 import calendar
+import json
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ... import failures
+from ...errors import DDLError
+from ...kinds import Kind
 from ...manifests import (
     ANNOTATION_CELL,
     ANNOTATION_CODE_DIGEST,
     ANNOTATION_NOTEBOOK,
+    ANNOTATION_SPEC,
     LABEL_STRATEGY,
     PREFIX,
 )
-from ...models import ROLES, JobState, JobStatus, ReplicaState, ReplicaStatus
-from ...shape import replica_ranks
+from ...models import JobSpec, JobState, JobStatus, ReplicaState, ReplicaStatus
 from .reasons import pod_waiting
 
-TK = "training.kubeflow.org/"
-JS = "jobset.sigs.k8s.io/"
 ANNOTATION_CANCELLED = PREFIX + "cancelled"
 ANNOTATION_WARNINGS = PREFIX + "warnings"
-REPLICA_MAPS = {
-    "TFJob": "tfReplicaSpecs",
-    "PyTorchJob": "pytorchReplicaSpecs",
-    "MPIJob": "mpiReplicaSpecs",
-}
-_ROLE = {r.lower(): r for r in ROLES}
+Key = tuple[str, int]
 
 
-def pod_selector(kind: str, job: str) -> str:
-    """The label selector of a job's pods (what the Kubeflow SDKs use too)."""
-    if kind == "TrainJob":
-        return f"{JS}jobset-name={job}"
-    return f"{TK}job-name={job}"
-
-
-def expected_replicas(kind: str, obj: dict[str, Any]) -> list[tuple[str, int]]:
-    spec = obj.get("spec") or {}
-    if kind == "TrainJob":
-        nodes = int((spec.get("trainer") or {}).get("numNodes") or 1)
-        return [("Node", i) for i in range(nodes)]
-    maps = spec.get(REPLICA_MAPS.get(kind, ""), {}) or {}
-    out = []
-    for role in sorted(maps, key=lambda r: ROLES.index(r) if r in ROLES else len(ROLES)):
-        out += [(role, i) for i in range(int((maps[role] or {}).get("replicas", 1)))]
-    return out
-
-
-def pod_replica(kind: str, pod: dict[str, Any]) -> tuple[str, int] | None:
-    """(role, index) of one of the job's pods, from the operator's labels."""
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    if kind == "TrainJob":
-        role = labels.get(f"{JS}replicatedjob-name", "node")
-        idx = labels.get("batch.kubernetes.io/job-completion-index") or (
-            (pod.get("metadata") or {}).get("annotations") or {}
-        ).get("batch.kubernetes.io/job-completion-index", "0")
-        return _ROLE.get(role, role.capitalize()), int(idx)
-    rtype = labels.get(f"{TK}replica-type") or labels.get(f"{TK}job-role")
-    if not rtype:
+def submitted_spec(obj: Mapping[str, Any]) -> JobSpec | None:
+    """The spec a job of ours was submitted with (its annotation); None for others."""
+    raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_SPEC)
+    if not raw:
         return None
-    if kind == "MPIJob" and rtype == "launcher":
-        return "Launcher", 0
-    return _ROLE.get(rtype, rtype.capitalize()), int(labels.get(f"{TK}replica-index", "0"))
+    try:
+        return JobSpec.from_dict(json.loads(raw))
+    except (ValueError, TypeError, KeyError, DDLError):
+        return None  # written by another version: read the job object instead
 
 
-def replica_status(role: str, index: int, pod: dict[str, Any] | None) -> ReplicaStatus:
+def expected_replicas(kind: Kind, obj: Mapping[str, Any]) -> list[Key]:
+    """The replicas the job has: its resolved shape when it is ours (a TrainJob's
+    runtime decides its pods), else what the job object asks for."""
+    spec = submitted_spec(obj)
+    if spec is not None:
+        try:
+            return spec.shape.replica_ids
+        except DDLError:
+            pass
+    return kind.expected_replicas(obj)
+
+
+def container_status(kind: Kind, pod: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The status of the container that trains (the kind's container for the pod's
+    role), else of the pod spec's first container; never a sidecar by position. The
+    one place that decides which container of a pod is the replica's."""
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    key = kind.pod_replica(pod)
+    containers = (pod.get("spec") or {}).get("containers") or []
+    names = [kind.container(key[0])] if key else []
+    names += [c.get("name") for c in containers[:1]]
+    for name in names:
+        found = next((cs for cs in statuses if cs.get("name") == name), None)
+        if found is not None:
+            return dict(found)
+    return dict(statuses[0]) if len(statuses) == 1 else None
+
+
+def replica_status(kind: Kind, role: str, index: int, pod: dict[str, Any] | None) -> ReplicaStatus:
     rs = ReplicaStatus(role=role, index=index)
     if pod is None:
         return rs
     rs.pod = pod["metadata"]["name"]
     st = pod.get("status") or {}
     phase = st.get("phase", "Pending")
-    cs = (st.get("containerStatuses") or [{}])[0]
+    cs = container_status(kind, pod) or {}
     rs.restarts = int(cs.get("restartCount") or 0)
     state = cs.get("state") or {}
     term = state.get("terminated") or (
@@ -91,7 +92,7 @@ def replica_status(role: str, index: int, pod: dict[str, Any] | None) -> Replica
         rs.signal = int(sig) if sig else None
     ended = term or (cs.get("lastState") or {}).get("terminated")
     if ended:  # the failure order the root cause is read from
-        rs.ended = _epoch(ended.get("finishedAt"))
+        rs.ended = epoch(ended.get("finishedAt"))
     rs.message = pod_waiting(pod)
     if phase == "Succeeded":
         rs.state = ReplicaState.SUCCEEDED
@@ -104,7 +105,7 @@ def replica_status(role: str, index: int, pod: dict[str, Any] | None) -> Replica
     return rs
 
 
-def _epoch(ts: str | None) -> float | None:
+def epoch(ts: str | None) -> float | None:
     """Epoch seconds of an RFC 3339 time, with its fraction when it has one."""
     if not ts:
         return None
@@ -120,17 +121,19 @@ def _true(conds: list[dict[str, Any]], ctype: str) -> dict[str, Any] | None:
     return next((c for c in conds if c.get("type") == ctype and c.get("status") == "True"), None)
 
 
-def job_state(
-    kind: str, obj: dict[str, Any], replicas: list[ReplicaStatus]
-) -> tuple[JobState, str | None]:
+#: conditions that end a job: v1 operators and mpi-operator (§1.5, §3.4), Trainer (§4.4)
+TERMINAL = (
+    ("Succeeded", JobState.SUCCEEDED),
+    ("Complete", JobState.SUCCEEDED),
+    ("Failed", JobState.FAILED),
+)
+
+
+def job_state(obj: Mapping[str, Any], replicas: list[ReplicaStatus]) -> tuple[JobState, str | None]:
     status = obj.get("status") or {}
     conds = status.get("conditions") or []
     notes = (obj.get("metadata") or {}).get("annotations") or {}
-    for ctype, state in (
-        ("Succeeded", JobState.SUCCEEDED),
-        ("Complete", JobState.SUCCEEDED),
-        ("Failed", JobState.FAILED),
-    ):
+    for ctype, state in TERMINAL:
         c = _true(conds, ctype)
         if c:
             return state, c.get("message")
@@ -152,43 +155,71 @@ def job_state(
     return JobState.PENDING, None
 
 
+def times(obj: Mapping[str, Any], pods: list[dict[str, Any]]) -> tuple[float | None, float | None]:
+    """(started, finished): the operator's ``startTime``/``completionTime`` where it
+    writes them; else (a TrainJob, §4.4) the first pod's start and the time the
+    terminal condition became true."""
+    st = obj.get("status") or {}
+    started, finished = epoch(st.get("startTime")), epoch(st.get("completionTime"))
+    if started is None:
+        starts = [t for p in pods if (t := epoch((p.get("status") or {}).get("startTime")))]
+        started = min(starts) if starts else None
+    if finished is None:
+        conds = st.get("conditions") or []
+        for ctype, _ in TERMINAL:
+            c = _true(conds, ctype)
+            if c:
+                finished = epoch(c.get("lastTransitionTime") or c.get("lastUpdateTime"))
+                break
+    if started is not None and finished is not None:
+        started = min(started, finished)
+    return started, finished
+
+
 def job_status(
-    kind: str,
+    kind: Kind,
     obj: dict[str, Any],
     pods: list[dict[str, Any]],
     namespace: str | None = None,
+    gone: Sequence[dict[str, Any]] = (),
     last_lines: Mapping[str, Sequence[str]] | None = None,
 ) -> JobStatus:
-    """The JobStatus of a job object and the pods found with ``pod_selector``;
+    """The JobStatus of a job object and the pods found with ``kind.pod_selector``.
+    ``gone``: the last state of pods deleted as the job ended (cleanPodPolicy, a
+    finished JobSet deleting its Jobs), so the replicas they were stay in the table.
     ``last_lines`` (replica id -> its last log lines, from a watch) lets a failure's
     message name the exception of its root cause."""
     md = obj.get("metadata") or {}
-    by_id: dict[tuple[str, int], dict[str, Any]] = {}
-    for p in pods:
-        key = pod_replica(kind, p)
+    by_id: dict[Key, dict[str, Any]] = {}
+    ended: set[Key] = set()
+    for p in gone:
+        key = kind.pod_replica(p)
         if key:
             by_id[key] = p
+            ended.add(key)
+    for p in pods:
+        key = kind.pod_replica(p)
+        if key:
+            by_id[key] = p
+            ended.discard(key)
     keys = expected_replicas(kind, obj)
     keys += [k for k in by_id if k not in keys]
-    replicas = [replica_status(r, i, by_id.get((r, i))) for r, i in keys]
-    counts: dict[str, int] = {}
-    for role, _ in keys:
-        counts[role] = counts.get(role, 0) + 1
-    ranks = replica_ranks(kind, (md.get("labels") or {}).get(LABEL_STRATEGY, ""), counts)
+    replicas = [replica_status(kind, r, i, by_id.get((r, i))) for r, i in keys]
+    ranks = _ranks(obj)
     for r in replicas:
         r.rank = ranks.get((r.role, r.index))
         r.last_lines = list((last_lines or {}).get(r.id, ()))
-    state, message = job_state(kind, obj, replicas)
-    if state == JobState.CANCELLED:
-        for r in replicas:
-            if not r.state.finished:
-                r.state = ReplicaState.TERMINATED
+    state, message = job_state(obj, replicas)
+    for r in replicas:
+        stopped = state == JobState.CANCELLED or (r.role, r.index) in ended
+        if stopped and not r.state.finished:
+            r.state = ReplicaState.TERMINATED
     if state == JobState.FAILED:
         found = failures.diagnose(failures.outcomes(replicas))
         if found.root is not None:  # the root cause first, then the operator's reason
             message = found.line + (f" — {message}" if message else "")
-    st = obj.get("status") or {}
     notes = md.get("annotations") or {}
+    started, finished = times(obj, pods)
     return JobStatus(
         name=md.get("name", ""),
         backend="kubernetes",
@@ -196,9 +227,9 @@ def job_status(
         state=state,
         replicas=replicas,
         message=message,
-        created=_epoch(md.get("creationTimestamp")),
-        started=_epoch(st.get("startTime")),
-        finished=_epoch(st.get("completionTime")),
+        created=epoch(md.get("creationTimestamp")),
+        started=started,
+        finished=finished,
         namespace=md.get("namespace") or namespace,
         notebook=notes.get(ANNOTATION_NOTEBOOK),
         code_digest=notes.get(ANNOTATION_CODE_DIGEST),
@@ -207,7 +238,19 @@ def job_status(
     )
 
 
-def _backoff_limit(obj: dict[str, Any]) -> int | None:
+def _ranks(obj: Mapping[str, Any]) -> dict[Key, int]:
+    """(role, index) -> node rank, from the shape of the spec the job was submitted
+    with (none for a job that is not ours)."""
+    spec = submitted_spec(obj)
+    if spec is None:
+        return {}
+    try:
+        return {(r.role, r.index): r.rank for r in spec.shape.replicas if r.rank is not None}
+    except DDLError:
+        return {}
+
+
+def _backoff_limit(obj: Mapping[str, Any]) -> int | None:
     """runPolicy.backoffLimit of a Kubeflow v1 job or MPIJob (a TrainJob's lives in
     its JobSet: not shown)."""
     limit = ((obj.get("spec") or {}).get("runPolicy") or {}).get("backoffLimit")

@@ -1,9 +1,14 @@
 """Submitting one job: pre-flight, ship the code, create the objects, own them.
 
-Order matters for "nothing lost": every check runs before the first write; the
-ConfigMap and Secret are created before the job (its pods mount them) and removed
-again if the job is refused; after the job exists they get an ownerReference to it,
-so deleting the job deletes them.
+Everything happens in the job's namespace (``--namespace`` may name another than the
+connection's). Order matters for "nothing lost": every check runs before the first
+write; the ConfigMap, the Secret and the PodGroup are created before the job (its
+pods mount the first two, and a gang scheduler holds pods whose group is absent) and
+removed again if the job is refused; once the job exists they get an ownerReference
+to it, so deleting the job deletes them. Every create is ``fieldValidation=Strict``.
+
+A TrainJob is written for the Trainer release the cluster runs and laid out after the
+runtime it names, both read from the cluster first (``runtimes``).
 """
 
 from __future__ import annotations
@@ -12,17 +17,22 @@ import dataclasses
 import json
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...config import Config
-from ...manifests import ANNOTATION_SPEC, CODE_DIR, RESOURCES, build_manifests, common
+from ...errors import DDLError, JobConflict, ValidationError
+from ...kinds import Kind, TrainJobKind
+from ...manifests import ANNOTATION_SPEC, CODE_DIR, build_manifests, common, podgroup
 from ...models import CodeBundle, JobSpec
+from ...shape import TRAINER_RELEASE_OPTION, TRAINER_RUNTIME_OPTION
 from ...strategies import get_strategy
-from . import notebook, preflight, shipping
+from ...validation import validate
+from . import notebook, preflight, runtimes, shipping
 from .connection import Connection
-from .errors import from_api_exception, map_api_error
+from .errors import from_api_exception
+from .objects import STRICT, CustomObjects
 from .status import ANNOTATION_WARNINGS
 
 log = logging.getLogger(__name__)
@@ -32,6 +42,7 @@ IMAGE_REPO = "jupyter-ddl"
 @dataclass
 class Submitted:
     job: dict[str, Any]
+    kind: Kind
     warnings: list[str] = field(default_factory=list)
     image: str = ""
     pushed: bool = False
@@ -78,6 +89,24 @@ def _gpu_asks(spec: JobSpec) -> dict[str, tuple[int, int]]:
     return {role: (n, shape.resources[role].gpu) for role, n in shape.counts.items()}
 
 
+def _with_options(spec: JobSpec, **options: Any) -> JobSpec:
+    return dataclasses.replace(spec, backend_options={**spec.backend_options, **options})
+
+
+def _for_trainer(conn: Connection, cfg: Config, spec: JobSpec) -> tuple[JobSpec, runtimes.Found | None]:  # fmt: skip
+    """A TrainJob's spec with the cluster's Trainer release and its runtime's layout."""
+    if spec.shape.runtime is None:
+        return spec, None
+    found = runtimes.find_release(conn, cfg)
+    spec = _with_options(spec, **{TRAINER_RELEASE_OPTION: found.release})
+    kind = spec.backend_options.get("runtime_kind", "ClusterTrainingRuntime")
+    layout = runtimes.read_runtime(conn, str(spec.shape.trainjob_runtime), kind)
+    if layout is not None:
+        spec = _with_options(spec, **{TRAINER_RUNTIME_OPTION: layout.to_dict()})
+    validate(spec)  # what the cluster runs may refuse what the spec asks (a deadline on v2.1)
+    return spec, found
+
+
 def submit(
     conn: Connection,
     cfg: Config,
@@ -86,111 +115,162 @@ def submit(
     environ: Mapping[str, str] | None = None,
 ) -> Submitted:
     """Create the job; raises the errors of ``Backend.submit``."""
-    from kubernetes.client import ApiException
-
+    home = conn  # where the notebook runs
     spec = dataclasses.replace(spec, namespace=spec.namespace or conn.namespace)
-    kind = spec.shape.kind
-    api_version, plural = RESOURCES[kind]
-    group, version = preflight.split_api_version(api_version)
-    co, core = conn.client("CustomObjectsApi"), conn.client("CoreV1Api")
-    ns = spec.namespace or conn.namespace
+    conn = conn.at(spec.namespace)
 
     # -- checks: nothing is written before all of them pass --------------------------
-    preflight.check_crd(conn, kind, api_version, plural)
-    preflight.check_access(conn, api_version, plural)
-    try:
-        co.get_namespaced_custom_object(group, version, ns, plural, spec.name)
-        raise map_api_error(409, None, action=f"submitting {kind}", name=spec.name)
-    except ApiException as e:
-        if e.status != 404:
-            raise from_api_exception(
-                e,
-                action=f"submitting {kind}",
-                kind=kind,
-                group_version=api_version,
-                name=spec.name,
-                namespace=ns,
-            ) from e
-    pod, poddefaults = _notebook_pod(conn)
+    spec, found = _for_trainer(conn, cfg, spec)
+    kind = spec.shape.job_kind
+    preflight.check_crd(conn, kind)
+    group = [podgroup.build(spec)] if podgroup.needs_podgroup(spec) else []
+    preflight.check_access(conn, kind, [preflight.podgroup_check(g) for g in group])
+    if CustomObjects(conn, kind).get(spec.name) is not None:
+        raise JobConflict(
+            f"submitting {kind}: a job named {spec.name!r} exists already in namespace {conn.namespace}",
+            hint="choose another name, or `%ddl delete` the old job",
+        )
+    pod, poddefaults = _notebook_pod(home)
     spec = notebook.with_notebook_volumes(spec, pod)
+    refused, warnings = preflight.rwo_problems(conn, spec, pod)
+    if refused:
+        raise ValidationError(refused)
     labels = common.our_labels(spec, bundle.digest)
     secret = shipping.secret(spec, environ if environ is not None else os.environ, labels)
-    warnings = preflight.gpu_warnings(conn, _gpu_asks(spec))
+    warnings += preflight.gpu_warnings(conn, _gpu_asks(spec))
     if spec.image and cfg.registry:
         preflight.check_image(cfg, spec.image)
     image, in_image, pushed = _image(cfg, spec, bundle)
-    cm = None if in_image else shipping.configmap(bundle, spec.name, labels)
+    cm = None
+    if common.needs_code_configmap(spec, in_image):
+        cm = shipping.configmap(bundle, spec.name, labels)
 
-    objs = build_manifests(
-        spec,
-        image=image,
-        command=["python", f"{CODE_DIR}/{bundle.entrypoint}"],
-        code_digest=bundle.digest,
-        code_configmap=cm["metadata"]["name"] if cm else None,
-        code_paths=sorted(bundle.files) if cm else None,
-    )
-    job, extras = objs[0], objs[1:]
-    notes = job["metadata"].setdefault("annotations", {})
-    notes[ANNOTATION_SPEC] = json.dumps(spec.to_dict(), sort_keys=True)
-    if warnings:
-        notes[ANNOTATION_WARNINGS] = json.dumps(warnings)
-    if pod is not None:
-        notebook.add_template_labels(job, notebook.poddefault_labels(pod, poddefaults))
+    def render(s: JobSpec) -> list[dict[str, Any]]:
+        objs = build_manifests(
+            s,
+            image=image,
+            command=["python", f"{CODE_DIR}/{bundle.entrypoint}"],
+            code_digest=bundle.digest,
+            code_configmap=cm["metadata"]["name"] if cm else None,
+            code_paths=sorted(bundle.files) if cm else None,
+        )
+        notes = objs[0]["metadata"].setdefault("annotations", {})
+        notes[ANNOTATION_SPEC] = json.dumps(s.to_dict(), sort_keys=True)
+        if warnings:
+            notes[ANNOTATION_WARNINGS] = json.dumps(warnings)
+        if pod is not None:
+            notebook.add_template_labels(objs[0], notebook.poddefault_labels(pod, poddefaults))
+        return objs
 
     # -- writes ----------------------------------------------------------------------
-    created_aux: list[tuple[str, str]] = []
+    aux = [o for o in (cm, secret) if o] + render(spec)[1:]
+    created: list[dict[str, Any]] = []
     try:
-        if cm:
-            core.create_namespaced_config_map(ns, cm)
-            created_aux.append(("configmap", cm["metadata"]["name"]))
-        if secret:
-            core.create_namespaced_secret(ns, secret)
-            created_aux.append(("secret", secret["metadata"]["name"]))
-        made = co.create_namespaced_custom_object(group, version, ns, plural, job)
-    except ApiException as e:
-        _cleanup(conn, ns, created_aux)
-        raise from_api_exception(
-            e,
-            action=f"submitting {kind}",
-            kind=kind,
-            group_version=api_version,
-            name=spec.name,
-            verb="create",
-            resource=plural,
-            namespace=ns,
-        ) from e
+        for obj in aux:
+            create_aux(conn, obj)
+            created.append(obj)
+        made, spec = _create_job(conn, spec, found, render)
+    except DDLError:
+        _cleanup(conn, created)
+        raise
     owner = shipping.owner_reference(made)
-    for what, name in created_aux:
-        patch = {"metadata": {"ownerReferences": [owner]}}
-        try:
-            if what == "configmap":
-                core.patch_namespaced_config_map(name, ns, patch)
-            else:
-                core.patch_namespaced_secret(name, ns, patch)
-        except ApiException as e:  # the job runs anyway; only the cleanup is manual
-            log.warning("could not make %s %s owned by %s: %s", what, name, spec.name, e.reason)
-    for extra in extras:  # the PodGroup for gang scheduling
-        extra["metadata"]["ownerReferences"] = [owner]
-        g, _, v = extra["apiVersion"].rpartition("/")
-        try:
-            co.create_namespaced_custom_object(g, v, ns, extra["kind"].lower() + "s", extra)
-        except ApiException as e:
-            warnings.append(
-                f"could not create {extra['kind']} {spec.name} ({e.status} {e.reason}): gang scheduling is off"
-            )
-    return Submitted(made, warnings, image, pushed)
+    for obj in created:
+        _own(conn, obj, owner, spec.name)
+    return Submitted(made, spec.shape.job_kind, warnings, image, pushed)
 
 
-def _cleanup(conn: Connection, ns: str, created: list[tuple[str, str]]) -> None:
+def _create_job(
+    conn: Connection,
+    spec: JobSpec,
+    found: runtimes.Found | None,
+    render: Callable[[JobSpec], list[dict[str, Any]]],
+) -> tuple[dict[str, Any], JobSpec]:
+    """Create the job object. A TrainJob whose release was only assumed is tried again
+    for an older release while the cluster refuses the tried release's override field
+    (a refused create changes nothing)."""
+    older = found.fallbacks() if found else []
+    about = found.describe() if found else None
+    while True:
+        kind = spec.shape.job_kind
+        try:
+            return CustomObjects(conn, kind, written_for=about).create(render(spec)[0]), spec
+        except ValidationError as e:
+            refused = isinstance(
+                kind, TrainJobKind
+            ) and f"spec.{kind.release.override_field}" in str(e)
+            if not (older and refused):
+                raise
+        release = older.pop(0)
+        log.info("the cluster refused %s's fields: trying Trainer %s", about, release)
+        spec = _with_options(spec, **{TRAINER_RELEASE_OPTION: release})
+        about = f"Trainer {release}, tried after the cluster refused a newer release's field"
+        validate(spec)  # an older release may lack what the spec asks (a deadline)
+
+
+def _api_for(conn: Connection, obj: dict[str, Any]) -> tuple[Any, str]:
+    """(API client, plural) of a ConfigMap, Secret or custom object."""
+    kind = obj["kind"]
+    if kind in ("ConfigMap", "Secret"):
+        return conn.client("CoreV1Api"), kind.lower() + "s"
+    return conn.client("CustomObjectsApi"), kind.lower() + "s"
+
+
+def create_aux(conn: Connection, obj: dict[str, Any]) -> None:
+    """Create a ConfigMap, Secret or PodGroup of the job (strict)."""
     from kubernetes.client import ApiException
 
-    core = conn.client("CoreV1Api")
-    for what, name in created:
+    api, plural = _api_for(conn, obj)
+    try:
+        if obj["kind"] == "ConfigMap":
+            api.create_namespaced_config_map(conn.namespace, obj, field_validation=STRICT)
+        elif obj["kind"] == "Secret":
+            api.create_namespaced_secret(conn.namespace, obj, field_validation=STRICT)
+        else:
+            group, _, version = obj["apiVersion"].rpartition("/")
+            api.create_namespaced_custom_object(group, version, conn.namespace, plural, obj,
+                                                field_validation=STRICT)  # fmt: skip
+    except ApiException as e:
+        raise from_api_exception(
+            e,
+            action=f"creating {obj['kind']} {obj['metadata']['name']}",
+            name=obj["metadata"]["name"],
+            verb="create",
+            resource=plural,
+            namespace=conn.namespace,
+        ) from e
+
+
+def _own(conn: Connection, obj: dict[str, Any], owner: dict[str, Any], job: str) -> None:
+    """Make ``obj`` owned by the job, so deleting the job deletes it."""
+    from kubernetes.client import ApiException
+
+    api, plural = _api_for(conn, obj)
+    name, patch = obj["metadata"]["name"], {"metadata": {"ownerReferences": [owner]}}
+    try:
+        if obj["kind"] == "ConfigMap":
+            api.patch_namespaced_config_map(name, conn.namespace, patch)
+        elif obj["kind"] == "Secret":
+            api.patch_namespaced_secret(name, conn.namespace, patch)
+        else:
+            group, _, version = obj["apiVersion"].rpartition("/")
+            api.patch_namespaced_custom_object(group, version, conn.namespace, plural, name, patch)
+    except ApiException as e:  # the job runs anyway; only the cleanup is manual
+        log.warning("could not make %s %s owned by %s: %s", obj["kind"], name, job, e.reason)
+
+
+def _cleanup(conn: Connection, created: list[dict[str, Any]]) -> None:
+    from kubernetes.client import ApiException
+
+    for obj in created:
+        api, plural = _api_for(conn, obj)
+        name = obj["metadata"]["name"]
         try:
-            (
-                core.delete_namespaced_config_map
-                if what == "configmap"
-                else core.delete_namespaced_secret
-            )(name, ns)
+            if obj["kind"] == "ConfigMap":
+                api.delete_namespaced_config_map(name, conn.namespace)
+            elif obj["kind"] == "Secret":
+                api.delete_namespaced_secret(name, conn.namespace)
+            else:
+                group, _, version = obj["apiVersion"].rpartition("/")
+                api.delete_namespaced_custom_object(group, version, conn.namespace, plural, name)
         except ApiException:
-            log.warning("could not remove %s %s after a refused submit", what, name)
+            log.warning("could not remove %s %s after a refused submit", obj["kind"], name)

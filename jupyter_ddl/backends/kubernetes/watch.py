@@ -7,8 +7,14 @@ the job object, a list+watch of its pods by the operator's labels, a watch of Wa
 events, a metrics.k8s.io poller, and the log multiplexer (``multiplex``: one selector
 thread and a few opener threads follow every container, however many pods; a restarted
 container has a new ID and gets a new follower). The consumer (``events()``, the
-caller's thread) folds items into JobStatus and yields events. Watches read the API's
-raw JSON lines (no model objects), re-list on 410 Gone and reconnect with backoff.
+caller's thread) folds items into JobStatus and yields events. The list+watch producers
+(``listwatch``) re-list on 410 Gone, and the re-list is the whole truth: a pod deleted
+while nobody watched leaves the table.
+
+Besides pod reasons, the operators' own refusals reach the user (a pod the API server
+refused is only an event on the job or its batch Job, operator-contract.md §10.18), and
+a job that has no status and no pod after ``NO_STATUS_AFTER`` seconds is reported as
+such: its operator is probably not running.
 """
 
 from __future__ import annotations
@@ -21,27 +27,33 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ...kinds import Kind
 from ...metrics import is_metric_line, parse_metric_line
 from ...models import EventKind, JobEvent, JobState, JobStatus, LogLine, ReplicaStatus
 from . import status as S
 from .connection import Connection
-from .logs import iter_lines
+from .listwatch import ListWatch
 from .multiplex import LogMultiplexer, Stream
-from .reasons import event_waiting
+from .objects import CustomObjects
+from .reasons import EVENT_REASONS, event_waiting
 from .usage import poll_usage
 
 LAST_LINES = 20
 #: seconds to wait for log streams of replicas still running after the job ended
 FINISH_GRACE = 10.0
+#: seconds without a status and without a pod after which the operator is suspected
+NO_STATUS_AFTER = 5.0
 
 
 class JobWatcher:
-    def __init__(self, conn: Connection, kind: str, api_version: str, plural: str, name: str, *,
+    """Watches job ``name`` of ``kind``; ``conn`` is scoped to the job's namespace."""
+
+    def __init__(self, conn: Connection, kind: Kind, name: str, *,
                  stop: threading.Event | None = None, from_start: bool = True, usage_every: float = 5.0,
-                 maxsize: int = 2000, raw: bool = False) -> None:  # fmt: skip
+                 maxsize: int = 2000, no_status_after: float = NO_STATUS_AFTER,
+                 raw: bool = False) -> None:  # fmt: skip
         self.conn, self.kind, self.name = conn, kind, name
-        self.group, _, self.version = api_version.rpartition("/")
-        self.plural = plural
+        self.no_status_after = no_status_after
         self.stop = stop or threading.Event()
         self._halt = threading.Event()  # ends our threads (set when the stream ends)
         self.start_time = None if from_start else time.time()
@@ -52,13 +64,15 @@ class JobWatcher:
         self.followers: dict[str, Stream] = {}  # container ID -> its follower
         self._last_follower: dict[str, Stream] = {}  # replica id -> its latest follower
         self._mux: LogMultiplexer | None = None
-        self._watches: set[Any] = set()  # open watch responses, cut when we stop
-        self._wlock = threading.Lock()
+        self._lw = ListWatch(self._put, self._halt, self.stop)
         self.offsets: dict[str, int] = {}  # replica id -> next line offset
         self.last_lines: dict[str, deque[str]] = {}
         self.pod_ids: dict[str, str] = {}  # pod name -> replica id
+        self.gone: dict[str, dict[str, Any]] = {}  # last state of each deleted pod
         self._latest: dict[str, float] = {}  # latest value of each training metric
         self._finished_at: float | None = None
+        self._began = time.monotonic()
+        self._told_no_status = False
         self.raw = raw  # LOG events for report() lines too (a raw log follower)
 
     # -- producers ------------------------------------------------------------------
@@ -78,90 +92,9 @@ class JobWatcher:
         t.start()
         return t
 
-    def _list_watch(self, tag: str, list_fn: Callable[..., Any], **kw: Any) -> None:
-        """List, then watch from the list's resourceVersion; re-list on 410, back off on
-        errors. Reads the raw JSON (``_preload_content=False``): objects stay dicts, and
-        the client's own watch helper (which buffers whole reads with some urllib3
-        versions, so events arrive late) is not involved."""
-        from kubernetes.client import ApiException
-
-        delay, rv = 0.2, None
-        while not (self.stop.is_set() or self._halt.is_set()):
-            try:
-                if rv is None:
-                    resp = list_fn(_preload_content=False, **kw)
-                    try:
-                        listing = json.loads(resp.data)
-                    finally:
-                        resp.release_conn()
-                    for item in listing.get("items") or []:
-                        self._put((tag, ("ADDED", item)))
-                    rv = listing["metadata"]["resourceVersion"]
-                    self._put((tag + "-synced", None))
-                rv = self._watch_from(tag, list_fn, rv, **kw)
-                delay = 0.2
-            except ApiException as e:
-                if e.status == 410:
-                    rv = None  # history compacted: re-list (and diff) from scratch
-                    continue
-                if e.status in (403, 404):
-                    self._put(("error", (tag, e)))
-                    return
-                self._halt.wait(delay)
-                delay = min(delay * 2, 10.0)
-            except Exception:  # noqa: BLE001 - network trouble of any kind: reconnect
-                self._halt.wait(delay)
-                delay = min(delay * 2, 10.0)
-
-    def _watch_from(self, tag: str, list_fn: Callable[..., Any], rv: str, **kw: Any) -> str | None:
-        """One watch request; returns the resourceVersion to go on from (None: re-list)."""
-        resp = list_fn(watch=True, resource_version=rv, timeout_seconds=30,
-                       _preload_content=False, **kw)  # fmt: skip
-        with self._wlock:
-            self._watches.add(resp)
-        try:
-            for line in iter_lines(resp, self._halt):
-                if not line:
-                    continue
-                ev = json.loads(line)
-                obj = ev.get("object") or {}
-                if ev.get("type") == "ERROR":
-                    if obj.get("code") == 410:
-                        return None
-                    raise RuntimeError(f"watch error: {obj.get('message')}")
-                rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
-                if ev.get("type") != "BOOKMARK" and not self._put((tag, (ev["type"], obj))):
-                    break
-        finally:
-            with self._wlock:
-                self._watches.discard(resp)
-            resp.release_conn()
-        return rv
-
-    def _cut_watches(self) -> None:
-        """Unblock the watch threads now (they would otherwise wait for the server's
-        timeout): shut their sockets down."""
-        import socket
-
-        with self._wlock:
-            open_now = list(self._watches)
-        for resp in open_now:
-            sock = getattr(getattr(resp, "connection", None), "sock", None)
-            try:
-                if sock is not None:
-                    sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
     def start(self) -> None:
-        co, core, ns = (
-            self.conn.client("CustomObjectsApi"),
-            self.conn.client("CoreV1Api"),
-            self.conn.namespace,
-        )
-
-        def job_list(**kw: Any) -> Any:
-            return co.list_namespaced_custom_object(self.group, self.version, ns, self.plural, **kw)
+        core, ns = self.conn.client("CoreV1Api"), self.conn.namespace
+        job_list = CustomObjects(self.conn, self.kind).list_fn()
 
         self._mux = LogMultiplexer(
             self.conn,
@@ -170,20 +103,20 @@ class JobWatcher:
             still_running=self._container_running,
             on_error=lambda rid, err: self._put(("log-error", (rid, err))),
         )
-        self._spawn(self._list_watch, "job", job_list, field_selector=f"metadata.name={self.name}")
+        self._spawn(self._lw.run, "job", job_list, field_selector=f"metadata.name={self.name}")
         self._spawn(
-            self._list_watch,
+            self._lw.run,
             "pod",
             core.list_namespaced_pod,
             namespace=ns,
-            label_selector=S.pod_selector(self.kind, self.name),
+            label_selector=self.kind.pod_selector(self.name),
         )
-        self._spawn(self._list_watch, "event", core.list_namespaced_event, namespace=ns)
+        self._spawn(self._lw.run, "event", core.list_namespaced_event, namespace=ns)
         if self.usage_every > 0:
             self._spawn(
                 poll_usage,
                 self.conn,
-                S.pod_selector(self.kind, self.name),
+                self.kind.pod_selector(self.name),
                 self.usage_every,
                 self._put,
                 self._halt,
@@ -193,7 +126,7 @@ class JobWatcher:
     def _container_running(self, pod: str, cid: str | None) -> bool:
         """From the pod watch (no request): whether container ``cid`` is the pod's
         current one and runs. A stale answer costs one extra stream open at most."""
-        cs = followed_status(self.pods.get(pod) or {}) or {}
+        cs = S.container_status(self.kind, self.pods.get(pod) or {}) or {}
         return cs.get("containerID") == cid and "running" in (cs.get("state") or {})
 
     def _ensure_followers(self, pod: dict[str, Any]) -> None:
@@ -201,7 +134,7 @@ class JobWatcher:
         rid = self.pod_ids.get(pname)
         if rid is None or self._mux is None:
             return
-        for cid, cname, current in container_ids(pod):
+        for cid, cname, current in container_ids(self.kind, pod):
             if cid in self.followers:
                 continue
             after = self._last_follower.get(rid)  # its lines come first
@@ -221,13 +154,65 @@ class JobWatcher:
             self._halt.set()
             if self._mux is not None:
                 self._mux.close()
-            self._cut_watches()
+            self._lw.cut()
 
     def _status(self) -> JobStatus | None:
         if self.job is None:
             return None
-        return S.job_status(
-            self.kind, self.job, list(self.pods.values()), self.conn.namespace, self.last_lines
+        # pods deleted as the job ended (its pod deletions may be heard before its end)
+        gone = list(self.gone.values()) if self._job_over() else []
+        return S.job_status(self.kind, self.job, list(self.pods.values()), self.conn.namespace,
+                            gone=gone, last_lines=self.last_lines)  # fmt: skip
+
+    def _pod_event(self, etype: str, pod: dict[str, Any]) -> None:
+        pname = pod["metadata"]["name"]
+        if etype == "DELETED":
+            old = self.pods.pop(pname, None)
+            if old is not None:
+                self.gone[pname] = old  # once the job is over, its replica stays, ended
+            return
+        self.pods[pname] = pod
+        self.gone.pop(pname, None)
+        key = self.kind.pod_replica(pod)
+        if key:
+            self.pod_ids[pname] = f"{key[0].lower()}-{key[1]}"
+        self._ensure_followers(pod)
+
+    def _job_over(self) -> bool:
+        """Has the job ended (as far as this watcher has heard)?"""
+        conds = ((self.job or {}).get("status") or {}).get("conditions") or []
+        ended = {t for t, _ in S.TERMINAL}
+        return any(c.get("type") in ended and c.get("status") == "True" for c in conds)
+
+    def _resynced(self, tag: str, names: set[str]) -> bool:
+        """A re-list is the whole truth: forget what it no longer holds. True when the
+        job itself is gone."""
+        if tag == "pod-synced":
+            for pname in [p for p in self.pods if p not in names]:
+                self._pod_event("DELETED", self.pods[pname])
+        return tag == "job-synced" and self.job is not None and self.name not in names
+
+    def _concerns(self, ev: dict[str, Any]) -> str | None:
+        """A Warning event about this job, its pods or its batch Jobs, as one line."""
+        involved = (ev.get("involvedObject") or {}).get("name", "")
+        if involved not in self.pods and involved not in self.kind.event_objects(self.name):
+            return None
+        reason = ev.get("reason") or ""
+        if reason not in EVENT_REASONS and reason not in self.kind.refusal_events:
+            return None
+        return event_waiting(ev, self.kind.refusal_events) if self._fresh(ev) else None
+
+    def _silent_operator(self) -> str | None:
+        """One line when the job still has no status and no pod after a while."""
+        if self._told_no_status or self.job is None or self.pods or self.job.get("status"):
+            return None
+        waited = time.monotonic() - self._began
+        if waited < self.no_status_after:
+            return None
+        self._told_no_status = True
+        return (
+            f"{self.kind} {self.name} has no status and no pod after {waited:.0f} s: "
+            f"is {self.kind.operator} running, and watching namespace {self.conn.namespace}?"
         )
 
     def _fold(self) -> Iterator[JobEvent]:
@@ -241,6 +226,9 @@ class JobWatcher:
                 tag, item = self.q.get(timeout=0.2)
             except queue.Empty:
                 tag, item = "tick", None
+            silent = self._silent_operator()
+            if silent:
+                yield JobEvent(EventKind.WAITING, self.name, message=silent)
             if tag == "job":
                 etype, obj = item
                 gone = etype == "DELETED"
@@ -248,32 +236,22 @@ class JobWatcher:
                 if last_state is None and obj:
                     yield from self._warnings(obj)
             elif tag == "pod":
-                etype, pod = item
-                pname = pod["metadata"]["name"]
-                if etype == "DELETED":
-                    self.pods.pop(pname, None)
-                else:
-                    self.pods[pname] = pod
-                    key = S.pod_replica(self.kind, pod)
-                    if key:
-                        self.pod_ids[pname] = f"{key[0].lower()}-{key[1]}"
-                    self._ensure_followers(pod)
+                self._pod_event(*item)
             elif tag == "lines":
                 rid, batch = item
                 for stamp, text in batch:
                     yield from self._line(rid, stamp, text)
             elif tag == "event":
                 ev = item[1]
-                involved = (ev.get("involvedObject") or {}).get("name", "")
-                if involved == self.name or involved in self.pods:
-                    msg = event_waiting(ev)
-                    if msg and self._fresh(ev):
-                        yield JobEvent(
-                            EventKind.WAITING,
-                            self.name,
-                            replica=self.pod_ids.get(involved),
-                            message=msg,
-                        )
+                msg = self._concerns(ev)
+                if msg:
+                    involved = (ev.get("involvedObject") or {}).get("name", "")
+                    yield JobEvent(
+                        EventKind.WAITING,
+                        self.name,
+                        replica=self.pod_ids.get(involved),
+                        message=msg,
+                    )
             elif tag == "log-error":
                 rid, err = item
                 yield JobEvent(EventKind.WAITING, self.name, replica=rid, message=str(err))
@@ -285,6 +263,7 @@ class JobWatcher:
                     )
             elif tag.endswith("-synced"):
                 synced.add(tag)
+                gone = self._resynced(tag, item) or gone
             elif tag == "error":
                 src, exc = item
                 if src == "job":
@@ -295,6 +274,7 @@ class JobWatcher:
                         action=f"watching {self.kind} {self.name}",
                         kind=self.kind,
                         name=self.name,
+                        namespace=self.conn.namespace,
                     )
             # Folding the status costs a pass over every pod: do it when the job or a
             # pod changed, and on idle ticks, not for each of thousands of log lines;
@@ -350,7 +330,7 @@ class JobWatcher:
         if self.start_time is None:
             return True
         ts = ev.get("lastTimestamp") or ev.get("eventTime") or ""
-        return S._epoch(ts) is None or (S._epoch(ts) or 0) >= int(self.start_time)
+        return S.epoch(ts) is None or (S.epoch(ts) or 0) >= int(self.start_time)
 
     def _warnings(self, obj: dict[str, Any]) -> Iterator[JobEvent]:
         raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(S.ANNOTATION_WARNINGS)
@@ -377,18 +357,11 @@ class JobWatcher:
             )  # fmt: skip
 
 
-def followed_status(pod: dict[str, Any]) -> dict[str, Any] | None:
-    """The status of the container whose log is the replica's log: the pod's first
-    (the operators put the framework's container first). The one place that decides
-    which container of a pod is followed."""
-    statuses = (pod.get("status") or {}).get("containerStatuses") or []
-    return statuses[0] if statuses else None
-
-
-def container_ids(pod: dict[str, Any]) -> list[tuple[str, str, bool]]:
-    """(container ID, container name, is current) of the followed container's earlier
-    run (``lastState``) and of its current run once it has started."""
-    cs = followed_status(pod)
+def container_ids(kind: Kind, pod: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """(container ID, container name, is current) of the replica's container
+    (``status.container_status``): its earlier run (``lastState``) and its current run
+    once it has started."""
+    cs = S.container_status(kind, pod)
     if cs is None:
         return []
     out = []

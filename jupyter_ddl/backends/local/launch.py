@@ -125,7 +125,7 @@ def plan(
             env["OMPI_MCA_orte_default_hostfile"] = hostfile
             env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(mpi_port))
             env["CUDA_VISIBLE_DEVICES"] = ",".join(
-                g for r, g in gpus.items() if r.startswith(hosts.lower() + "-") and g
+                g for r, g in gpus.items() if r in shape.mpi_host_ids and g
             )
             argv = (
                 list(spec.command)

@@ -25,8 +25,10 @@ from .jobdir import JobDir, parse_log_line, parse_log_lines
 #: bytes one poll reads from one replica's log (a few thousand typical lines)
 READ_BUDGET = 256 * 1024
 #: seconds between polls while lines flow (batches them), and the longest idle wait
+#: (a poll of an idle job is a stat and an empty read per replica: cheap; a job's
+#: first lines after its start-up arrive at most this late)
 POLL_BUSY = 0.03
-POLL_IDLE = 0.2
+POLL_IDLE = 0.1
 
 
 class LogEvents:

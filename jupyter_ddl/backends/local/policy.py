@@ -10,15 +10,8 @@ import signal as _signal
 from collections.abc import Mapping
 from enum import Enum
 
+from ...kinds import Kind
 from ...models import JobState, ReplicaState, RestartPolicy
-
-# Replica default restartPolicy per kind (operator-contract.md §1.1, §3.1; JobSet defaults OnFailure).
-_DEFAULTS = {
-    "TFJob": {"*": RestartPolicy.NEVER},
-    "PyTorchJob": {"*": RestartPolicy.ON_FAILURE},
-    "MPIJob": {"Launcher": RestartPolicy.ON_FAILURE, "*": RestartPolicy.NEVER},
-    "TrainJob": {"*": RestartPolicy.ON_FAILURE},
-}
 
 
 class Exit(str, Enum):
@@ -29,12 +22,10 @@ class Exit(str, Enum):
     RESTART = "restart"
 
 
-def restart_policy(kind: str, role: str, asked: RestartPolicy | None) -> RestartPolicy:
-    """The policy a replica runs under: the spec's, else the kind's default for the role."""
-    if asked is not None:
-        return asked
-    table = _DEFAULTS.get(kind, {"*": RestartPolicy.NEVER})
-    return table.get(role, table["*"])
+def restart_policy(kind: Kind, role: str, asked: RestartPolicy | None) -> RestartPolicy:
+    """The policy a replica runs under: the spec's, else the kind's default for the role
+    (operator-contract.md §1.1, §3.1; JobSet's OnFailure for a TrainJob)."""
+    return asked if asked is not None else kind.default_restart(role)
 
 
 def on_exit(policy: RestartPolicy, exit_code: int | None, signal: int | None) -> Exit:
@@ -69,31 +60,22 @@ def backoff_delay(restarts: int, base: float = 0.5, cap: float = 10.0) -> float:
 
 
 def deadline_passed(started: float | None, now: float, active_deadline: int | None) -> bool:
-    return active_deadline is not None and started is not None and now - started > active_deadline
+    # the operator's own test is ">=" (to1.9 pkg/core/job.go PastActiveDeadline)
+    return active_deadline is not None and started is not None and now - started >= active_deadline
 
 
-def job_outcome(kind: str, states: Mapping[tuple[str, int], ReplicaState]) -> JobState | None:
+def job_outcome(kind: Kind, states: Mapping[tuple[str, int], ReplicaState]) -> JobState | None:
     """The job's end state from its replicas' states, or None while it goes on (§1.5).
 
     A replica that failed for good fails the job (its restarts were already decided
-    by :func:`on_exit`). Success: TFJob follows Chief/Master if present, else Worker
-    0; PyTorchJob follows Master, else all Workers; MPIJob follows the Launcher;
-    TrainJob needs every node.
+    by :func:`on_exit`). Success follows the replicas the kind names
+    (``Kind.success_needs``): TFJob its Chief/Master, else Worker 0; PyTorchJob its
+    Master, else all Workers; MPIJob its Launcher; TrainJob every node.
     """
     if any(s == ReplicaState.FAILED for s in states.values()):
         return JobState.FAILED
-    done = {key for key, s in states.items() if s == ReplicaState.SUCCEEDED}
-    roles = {role for role, _ in states}
-    if kind == "TFJob":
-        leaders = [k for k in states if k[0] in ("Chief", "Master")]
-        needed = leaders or [k for k in states if k == ("Worker", 0)]
-    elif kind == "PyTorchJob":
-        needed = [k for k in states if k[0] == "Master"] if "Master" in roles else list(states)
-    elif kind == "MPIJob":
-        needed = [k for k in states if k[0] == "Launcher"]
-    else:
-        needed = [k for k in states if k[0] != "Launcher"] or list(states)
-    if needed and all(k in done for k in needed):
+    needed = kind.success_needs(list(states))
+    if needed and all(states[k] == ReplicaState.SUCCEEDED for k in needed):
         return JobState.SUCCEEDED
     return None
 

@@ -41,7 +41,7 @@ class Supervisor:
         self.jd = jobdir
         self.spec = jobdir.spec()
         self.shape = self.spec.shape
-        self.kind = self.shape.kind
+        self.kind = self.shape.job_kind
         self.local = jobdir.local()
         self.data_dir = jobdir.root.parent.parent
         handle = jobdir.handle()
@@ -143,7 +143,8 @@ class Supervisor:
             )
         launcher = next((r for r in self.replicas if r.launch.role == "Launcher"), None)
         if launcher is not None and hosts is not None:
-            workers = [r for r in self.replicas if r.launch.role == hosts]
+            by_rid = {r.launch.rid: r for r in self.replicas}  # the launcher may be a host
+            workers = [by_rid[h] for h in self.shape.mpi_host_ids]
             slots = self.shape.mpi_slots
             launcher.mpi_ranks = {
                 rank: workers[rank // slots] for rank in range(len(workers) * slots)

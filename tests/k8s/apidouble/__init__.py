@@ -8,7 +8,8 @@ replica's environment from the job object with their own rules (``envs``), and t
 cluster behaves as real ones do where the product could go wrong: unknown fields
 pruned (``fields``), webhook and quota refusals (``policy``), read-only ConfigMap
 volumes (``container``), sidecars and sorted container statuses (``podstatus``),
-Trainer releases and runtimes (``trainer``), foreground deletion (``gc``).
+Trainer releases, runtimes and public ConfigMap (``trainer``, ``use_trainer``), CRDs
+readable by name, foreground deletion (``gc``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from .server import Handler, State
 from .store import Store
 
 RUNTIMES = "trainer.kubeflow.org/v1alpha1/clustertrainingruntimes"
+CONFIGMAPS = "core/v1/configmaps"
+SYSTEM_NAMESPACE = "kubeflow-system"
+PUBLIC_CONFIGMAP = "kubeflow-trainer-public"
 
 NAMESPACE = "team-a"
 
@@ -83,12 +87,23 @@ class ApiDouble:
 
     # -- helpers for tests ------------------------------------------------------------
     def use_trainer(self, release: str) -> None:
-        """Serve Trainer ``release``'s CRDs and install the runtimes it ships."""
+        """Serve Trainer ``release``'s CRDs and install the runtimes it ships, and from
+        v2.2 on its public ConfigMap ``kubeflow-system/kubeflow-trainer-public`` with
+        ``kubeflow_trainer_version`` (v2.2.0's ``manifests/overlays/manager``
+        configMapGenerator; v2.0 and v2.1 publish nothing)."""
         self.catalog.trainer = release
         for old in self.store.list(RUNTIMES, None)[0]:
             self.store.delete(RUNTIMES, "", old["metadata"]["name"])
         for runtime in release_runtimes(release):
             self.store.create(RUNTIMES, runtime)
+        if self.store.get("core/v1/namespaces", "", SYSTEM_NAMESPACE) is None:
+            self.store.create("core/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                     "metadata": {"name": SYSTEM_NAMESPACE}})  # fmt: skip
+        self.store.delete(CONFIGMAPS, SYSTEM_NAMESPACE, PUBLIC_CONFIGMAP)
+        if tuple(int(p) for p in release[1:].split(".")) >= (2, 2):
+            self.store.create(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": PUBLIC_CONFIGMAP, "namespace": SYSTEM_NAMESPACE},
+                "data": {"kubeflow_trainer_version": release}})  # fmt: skip
 
     def quota(self, name: str, hard: dict[str, str], namespace: str = NAMESPACE) -> None:
         """A ResourceQuota, e.g. ``{"pods": "1"}`` or ``{"count/configmaps": "0"}``."""

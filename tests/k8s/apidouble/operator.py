@@ -37,10 +37,11 @@ DEFAULT_POLICY = {"TFJob": "Never", "PyTorchJob": "OnFailure"}
 MPI_DEFAULT_POLICY = {"Launcher": "OnFailure", "Worker": "Never"}
 OPERATOR_NAME = {"TFJob": "tfjob-controller", "PyTorchJob": "pytorchjob-controller",
                  "MPIJob": "mpi-operator"}  # fmt: skip
-#: exit codes the training-operator retries under restartPolicy ExitCode
-#: (``pkg/util/train/train_util.go`` IsRetryableExitCode: 130, 137, 143 signals, 138
-#: user-defined; 1, 2, 126, 127, 128, 139 and everything else are permanent)
-RETRYABLE_EXIT_CODES = (130, 137, 138, 143)
+#: the training-operator retries an exit code of 128 or more under restartPolicy
+#: ExitCode (v1.9.4 ``pkg/util/train/train_util.go`` IsRetryableExitCode:
+#: ``exitCode >= 128``; the 130/137/143 list was tf-operator's rule of 2018, replaced
+#: when the controllers moved to kubeflow/common)
+RETRYABLE_FROM = 128
 
 
 def free_port() -> int:
@@ -243,7 +244,7 @@ class Operator:
                     term = (cs.get("state") or {}).get("terminated")
                     if cs["name"] == main and term:
                         code = int(term["exitCode"])
-                if code in RETRYABLE_EXIT_CODES or code == 0xBEEF:
+                if code >= RETRYABLE_FROM:  # 0xbeef, "no terminated state", too
                     self.store.delete(PODS, p["metadata"]["namespace"], p["metadata"]["name"])
 
     def _create(self, kind: str, job: dict[str, Any], rtype: str, i: int, rspec: dict[str, Any],

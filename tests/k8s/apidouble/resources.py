@@ -46,6 +46,8 @@ CORE = [
     Resource("batch", "v1", "jobs", "Job"),
 ]
 PODDEFAULT = Resource("kubeflow.org", "v1alpha1", "poddefaults", "PodDefault")
+CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
+                "CustomResourceDefinition", namespaced=False)  # fmt: skip
 METRICS = Resource("metrics.k8s.io", "v1beta1", "pods", "PodMetrics")
 
 
@@ -119,6 +121,18 @@ class Catalog:
         for r in self.served():
             if (r.group, r.version, r.plural) == (group, version, plural):
                 return r
+        return None
+
+    def crd_document(self, name: str) -> dict[str, Any] | None:
+        """The served CRD called ``name`` (``trainjobs.trainer.kubeflow.org``), as the
+        API server answers GET .../customresourcedefinitions/<name>: the release's copy
+        for Trainer's."""
+        import yaml
+
+        for r in self.served():
+            if r.crd_file and f"{r.plural}.{r.group}" == name:
+                doc: dict[str, Any] = yaml.safe_load((CRD_DIR / r.crd_file).read_text())
+                return doc
         return None
 
     def by_kind(self, kind: str) -> list[Resource]:

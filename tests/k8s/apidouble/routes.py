@@ -1,5 +1,5 @@
 """Path routing for the API double, plus the endpoints that are not plain CRUD:
-discovery, SelfSubjectAccessReview and pod logs."""
+discovery, SelfSubjectAccessReview, pod logs and reading a CRD."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from . import errors as E
-from .resources import METRICS
+from .resources import CRDS, METRICS
 
 if TYPE_CHECKING:
     from .server import Handler
@@ -50,6 +50,12 @@ def route(h: Handler, method: str, path: str, q: dict[str, str]) -> None:
         (rest[1] if len(rest) > 1 else ""),
         (rest[2] if len(rest) > 2 else ""),
     )
+    if (group, version, plural) == (CRDS.group, CRDS.version, CRDS.plural) and name:
+        h.authorize("get", CRDS, "", name)  # cluster-scoped: Kubeflow's roles do not grant it
+        doc = cat.crd_document(name)
+        if doc is None:
+            raise E.not_found(CRDS, name)
+        return h._send(200, doc)
     res = cat.find(group, version, plural)
     if res is None:
         raise E.page_not_found()
