@@ -23,6 +23,7 @@ import io
 import json
 import os
 import sys
+import threading
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -31,6 +32,13 @@ from typing import Any
 METRIC_MARKER = "@@ddl-metric@@"
 STRATEGY_ENV = "JUPYTER_DDL_STRATEGY"
 DIST_BACKEND_ENV = "JUPYTER_DDL_DIST_BACKEND"
+TEARDOWN_ENV = "JUPYTER_DDL_TEARDOWN_TIMEOUT"
+#: seconds a replica that finished the cell waits at the end for the other ranks
+DEFAULT_TEARDOWN_TIMEOUT = 300.0
+#: a replica still waiting for its peers this long after the cell says so (in its log)
+NOTICE_AFTER = 1.0
+#: the start of that line; the local supervisor reads it to explain a stalled job
+CELL_DONE_MARKER = "jupyter-ddl: the cell finished"
 
 # Calls that mean "the cell sets up torch.distributed itself": dist.init_process_group,
 # ignite's idist.Parallel / idist.initialize, deepspeed.init_distributed / initialize.
@@ -289,12 +297,58 @@ def _plain(topo: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- teardown ------------------------------------------------------------------------
+def teardown_timeout(env: dict[str, str]) -> float:
+    """``JUPYTER_DDL_TEARDOWN_TIMEOUT`` seconds (a positive number), else the default."""
+    try:
+        value = float(env.get(TEARDOWN_ENV, ""))
+    except ValueError:
+        return DEFAULT_TEARDOWN_TIMEOUT
+    return value if value > 0 else DEFAULT_TEARDOWN_TIMEOUT
+
+
+def wait_for_peers(end: Callable[[], Any], timeout: float, who: str) -> bool:
+    """Run ``end`` (a collective every rank must reach: the last barrier, MPI's
+    Finalize) for at most ``timeout`` seconds. A peer that hangs would otherwise keep
+    this finished replica waiting forever with nothing in its log; after
+    ``NOTICE_AFTER`` s the log says the cell finished, after ``timeout`` that the
+    replica leaves without its peers. False when it gave up; ``end``'s error is raised."""
+    done, failed = threading.Event(), []
+
+    def run() -> None:
+        try:
+            end()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller below
+            failed.append(e)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="ddl-teardown", daemon=True).start()
+    if not done.wait(min(NOTICE_AFTER, timeout)):
+        print(f"{CELL_DONE_MARKER} on {who}; waiting up to {timeout:g} s for the other ranks",
+              flush=True)  # fmt: skip
+        if not done.wait(max(0.0, timeout - NOTICE_AFTER)):
+            print(
+                f"jupyter-ddl: {who} waited {timeout:g} s after the cell for the other ranks, "
+                "which did not arrive (one of them hangs or is far behind); exiting without them",
+                file=sys.stderr,
+                flush=True,
+            )
+            return False
+    if failed:
+        raise failed[0]
+    return True
+
+
 def teardown(ok: bool) -> None:
-    """End the distributed runtimes the cell left open, without hiding a failure."""
+    """End the distributed runtimes the cell left open, without hiding a failure and
+    without waiting forever for a peer that hangs."""
+    timeout = teardown_timeout(dict(os.environ))
     dist = sys.modules.get("torch.distributed")
     if dist is not None:
         try:
-            _torch_part().teardown_torch(dist, ok)
+            _torch_part().teardown_torch(
+                dist, ok, lambda end, who: wait_for_peers(end, timeout, who)
+            )
         except Exception as e:  # noqa: BLE001 - teardown must not replace the real result
             print(f"jupyter-ddl: process group teardown: {e}", file=sys.stderr)
     mpi = sys.modules.get("mpi4py.MPI")
@@ -302,7 +356,8 @@ def teardown(ok: bool) -> None:
         try:
             if mpi.Is_initialized() and not mpi.Is_finalized():
                 if ok:
-                    mpi.Finalize()
+                    who = f"rank {mpi.COMM_WORLD.Get_rank()}"
+                    wait_for_peers(mpi.Finalize, timeout, who)
                 elif mpi.COMM_WORLD.Get_size() > 1:
                     mpi.COMM_WORLD.Abort(1)  # peers would wait forever in a collective
         except Exception as e:  # noqa: BLE001
