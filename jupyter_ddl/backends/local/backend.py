@@ -44,6 +44,7 @@ class LocalBackend(Backend):
         super().__init__(config)
         self.root = root or jobs_root(data_dir())
         self._spawned: list[subprocess.Popen[bytes]] = []
+        self._verified: dict[Path, tuple[int, int]] = {}  # job file -> (mtime, size) read fine
 
     # -- paths -------------------------------------------------------------------------
     def _jobdir(self, name: str) -> JobDir:
@@ -100,6 +101,7 @@ class LocalBackend(Backend):
         Failed, once, and whatever it left running is stopped."""
         self._reap()
         try:
+            self._check_files(jd)
             status = jd.status() or self._initial_status(jd)
         except _READ_ERRORS:
             return control.unreadable_status(jd, control.supervisor_alive(jd))
@@ -123,6 +125,15 @@ class LocalBackend(Backend):
         except OSError:
             pass  # not ours to write (another user's data dir): the answer still stands
         return status
+
+    def _check_files(self, jd: JobDir) -> None:
+        """Raise when spec.json or handle.json is not what we wrote (each is parsed
+        again only when it changed, so a watch's frequent reads stay cheap)."""
+        for path, read in ((jd.spec_path, jd.spec), (jd.handle_path, jd.handle)):
+            st = path.stat()
+            if self._verified.get(path) != (st.st_mtime_ns, st.st_size):
+                read()
+                self._verified[path] = (st.st_mtime_ns, st.st_size)
 
     def _initial_status(self, jd: JobDir) -> JobStatus:
         spec, handle = jd.spec(), jd.handle()
