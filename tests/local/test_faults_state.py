@@ -10,6 +10,7 @@ import json
 import os
 import re
 import stat
+import sys
 
 import psutil
 import pytest
@@ -32,6 +33,9 @@ def shell(monkeypatch, data_dir):
     from IPython.core.interactiveshell import InteractiveShell
 
     monkeypatch.setenv("JUPYTER_DDL_WIDGETS", "0")
+    # IPython makes its user namespace sys.modules["__main__"]: put the real one back
+    # afterwards (multiprocessing's spawn, in later tests, needs it)
+    monkeypatch.setitem(sys.modules, "__main__", sys.modules["__main__"])
     sh = InteractiveShell.instance()
     sh.reset(new_session=True)
     yield sh
