@@ -99,9 +99,10 @@ def _print_jobs(jobs: list[JobStatus]) -> None:
     now = time.time()
     for j in jobs:
         age = f"{(now - j.created) / 60:.0f} min" if j.created else ""
-        rows.append(
-            (j.name, j.backend, j.strategy, j.state.value, f"{j.ready}/{len(j.replicas)}", age)
-        )
+        state = j.state.value
+        if j.message and j.message.startswith("unreadable: "):  # which file, not a guess
+            state = j.message.split(" (", 1)[0].split(";", 1)[0]
+        rows.append((j.name, j.backend, j.strategy, state, f"{j.ready}/{len(j.replicas)}", age))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())

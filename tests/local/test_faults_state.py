@@ -187,7 +187,8 @@ def test_a_corrupt_job_file_shows_the_job_as_unreadable(done_job, ddl, capsys, f
     listed = {j.name: j for j in backend.list()}
     assert fragment in listed[name].message and listed[name].state.finished
     ddl("list")
-    assert name in capsys.readouterr().out
+    row = next(r for r in capsys.readouterr().out.splitlines() if r.startswith(name))
+    assert fragment in row, row
     ddl(f"status {name}")
     out = capsys.readouterr().out
     assert fragment in out and "Traceback" not in out

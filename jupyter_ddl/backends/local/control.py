@@ -60,11 +60,19 @@ def start_supervisor(jd: JobDir) -> subprocess.Popen[bytes]:
         record = {"pid": proc.pid, "create_time": psutil.Process(proc.pid).create_time()}
     except psutil.Error:
         return proc  # it already exited; its status (or its absence) says what happened
+    # Written only if the supervisor has not written its own ("ready") record yet: a
+    # hard link creates the file whole, or fails when it exists.
     tmp = jd.root / f".supervisor.{os.getpid()}"
     write_atomic(tmp, json.dumps(record).encode())
-    with contextlib.suppress(FileExistsError):  # the supervisor's own "ready" is newer
+    try:
         os.link(tmp, jd.supervisor_path)
-    tmp.unlink()
+    except FileExistsError:
+        pass
+    except OSError:  # a file system without hard links
+        if not jd.supervisor_path.exists():
+            os.replace(tmp, jd.supervisor_path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return proc
 
 

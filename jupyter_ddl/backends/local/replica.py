@@ -93,11 +93,11 @@ class Replica:
             self._log.write("".join(format_log_line(now, stream, text) for stream, text in items))
             self._log.flush()
             self.last.extend(text for _, text in items)
-        if any(stream != "ddl" for stream, _ in items):
-            self.last_output = now
         for stream, text in items:
-            if stream != "ddl" and text.startswith(CELL_DONE_MARKER):
-                self.finished_at = now
+            if stream != "ddl":  # the replica's own output (not our notes): for stall notes
+                self.last_output = now
+                if text.startswith(CELL_DONE_MARKER):
+                    self.finished_at = now
             self._on_line(self, text)
 
     def note(self, text: str) -> None:
