@@ -164,3 +164,23 @@ async def test_a_secret_env_value_is_in_no_answer(jp_fetch, ddl_app, monkeypatch
     assert f"secret length {len(value)}" in text  # the replica had it
     assert value not in text
     assert json.loads(bodies[2])["spec"]["env_names"] == ["PLAIN"]
+
+
+async def test_log_pages_are_bounded_in_bytes_too(jp_fetch, ddl_app):
+    from jupyter_ddl.bundle import build_bundle
+    from jupyter_ddl.models import JobSpec
+    from jupyter_ddl.server.handlers import MAX_LOG_BYTES
+
+    width = 700_000  # 8 lines of 700 kB: about 5.6 MB, more than one page
+    cell = f"for i in range(8):\n    print(str(i) * {width}, flush=True)\n"
+    spec = JobSpec(name="wide", strategy="tf-mirrored", replicas={"Worker": 1})
+    ddl_app.manager.submit(spec, build_bundle(cell))
+    _finished(ddl_app.manager, "wide")
+    first = await get_json(jp_fetch, "jupyter-ddl", "jobs", "wide", "logs", params={"replica": "worker-0"})  # fmt: skip
+    n = len(first["lines"])
+    assert first["limited"] and n == -(-MAX_LOG_BYTES // width) and n < 8
+    offset = str(first["next_offsets"]["worker-0"])
+    rest = await get_json(jp_fetch, "jupyter-ddl", "jobs", "wide", "logs", params={"replica": "worker-0", "offset": offset})  # fmt: skip
+    assert not rest["limited"]
+    got = [line["text"][0] for line in first["lines"] + rest["lines"]]
+    assert got == [str(i) for i in range(8)]  # every line, once, in order

@@ -39,6 +39,9 @@ TICK = 0.1  # polling period where process exits cannot be heard (no pidfd)
 IDLE = 0.5  # the loop's longest sleep when exits wake it: cancel file, MPI ranks
 STATUS_EVERY = 1.0  # seconds between status writes while only log lines change
 SUCCESS_GRACE = 5.0  # replicas still running when the job succeeded get this long to end
+# ...and when it failed: a crashing replica's peers often notice (and exit) before the
+# crashing process itself is gone; its own exit code is what says what happened
+FAILURE_SETTLE = 1.0
 HOUSEKEEPING = 2.0  # seconds between scans of the processes below (records, orphans, CPU)
 
 
@@ -285,7 +288,11 @@ class Supervisor:
     # -- the end ---------------------------------------------------------------------
     def finish(self, state: JobState, message: str | None) -> None:
         if state == JobState.SUCCEEDED:
-            self._grace()
+            strategy = get_strategy(self.spec.strategy)
+            servers = {"PS"} | ({"Worker"} if strategy.name == "tf-parameter-server" else set())
+            self._let_end(SUCCESS_GRACE, servers)  # servers are stopped at once
+        elif state == JobState.FAILED:
+            self._let_end(FAILURE_SETTLE, set())
         for r in self._processes():
             if r.proc is not None:
                 r.note(f"{r.rid} stopped: the job is {state.value.lower()}")
@@ -310,14 +317,13 @@ class Supervisor:
         self.write_status(force=True)
         self.pump.close()
 
-    def _grace(self) -> None:
-        """Let replicas that run the cell end on their own (servers are stopped at once)."""
-        strategy = get_strategy(self.spec.strategy)
-        servers = {"PS"} | ({"Worker"} if strategy.name == "tf-parameter-server" else set())
-        deadline = time.time() + SUCCESS_GRACE
+    def _let_end(self, seconds: float, skip: set[str]) -> None:
+        """Give replicas (but those of the ``skip`` roles) that end on their own this
+        long to do so, and record how each one ended."""
+        deadline = time.time() + seconds
         while time.time() < deadline and not self.stopping:
             waiting = [
-                r for r in self._processes() if r.proc is not None and r.launch.role not in servers
+                r for r in self._processes() if r.proc is not None and r.launch.role not in skip
             ]
             if not waiting:
                 return
