@@ -239,8 +239,8 @@ class JobManager:
         try:
             spec = found.spec(name)
             more = [r.rid for r in spec.shape.replicas] if spec is not None else []
-        except DDLError:
-            more = []  # a spec this version cannot resolve: the status still names them
+        except (DDLError, ValueError, KeyError, TypeError):
+            more = []  # a spec this version cannot read: the status still names them
         return ids + [rid for rid in more if rid not in ids]
 
     def reports(self, name: str, backend: str | None = None) -> Reports:

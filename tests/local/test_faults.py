@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import socket
+import threading
 import time
 
 import psutil
@@ -23,7 +24,7 @@ from jupyter_ddl.backends.local import LocalBackend
 from jupyter_ddl.bundle import build_bundle
 from jupyter_ddl.config import Config
 from jupyter_ddl.errors import ResourceError
-from jupyter_ddl.models import JobSpec, JobState, ReplicaState, RestartPolicy
+from jupyter_ddl.models import EventKind, JobSpec, JobState, ReplicaState, RestartPolicy
 from tests.local.conftest import job_processes, lines, submit, wait, wait_line
 from tests.support import require
 
@@ -241,6 +242,15 @@ def test_hanging_peer_is_noted_as_stalled_and_the_finished_rank_leaves(data_dir)
     require.module("torch")
     backend = LocalBackend(Config(stall_seconds=3, teardown_timeout=12))
     name = submit(backend, HANG, "torch-ddp", {"Master": 1, "Worker": 1})
+    messages: list[tuple[str, str | None]] = []  # what a dashboard following it is told
+
+    def follow() -> None:
+        for event in backend.watch(name):
+            if event.kind == EventKind.STATUS and event.status is not None:
+                messages.append((event.status.state.value, event.status.message))
+
+    watcher = threading.Thread(target=follow, daemon=True)
+    watcher.start()
     stalled = until(
         lambda: (m := backend.get(name).message) and m.startswith("stalled: ") and m,
         timeout=90,
@@ -257,6 +267,8 @@ def test_hanging_peer_is_noted_as_stalled_and_the_finished_rank_leaves(data_dir)
     assert "rank 1: trained" in lines(backend, name, "worker-0")
     worker = next(r for r in status.replicas if r.id == "worker-0")
     assert worker.state == ReplicaState.TERMINATED
+    watcher.join(30)
+    assert any(s == "Running" and (m or "").startswith("stalled: ") for s, m in messages), messages
     nothing_left(backend.job_dir(name))
 
 

@@ -119,3 +119,13 @@ def test_process_count_and_limit():
     check_process_limit(ddp, 8)
     with pytest.raises(ResourceError, match=r"Master 1 \+ Worker 3 × 2 processes each is 8"):
         check_process_limit(ddp, 7)
+
+
+def test_a_log_path_is_only_ever_a_replica_id(tmp_path):
+    from jupyter_ddl.backends.local.jobdir import JobDir
+
+    jd = JobDir(tmp_path / "job")
+    assert jd.log_path("worker-12") == tmp_path / "job" / "logs" / "worker-12.log"
+    for bad in ("../x", "worker-0/../../x", "/etc/passwd", "Worker-0", "worker-", ""):
+        with pytest.raises(ValueError):
+            jd.log_path(bad)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
 from dataclasses import asdict
 from datetime import datetime, timezone
@@ -35,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from ...models import CodeBundle, JobHandle, JobSpec, JobStatus
+
+_REPLICA_ID = re.compile(r"^[a-z]+-[0-9]+$")  # worker-1: the only shape of a log's name
 
 #: the supervisor's own import path entry, taken off again for the replicas
 SUPERVISOR_PATH_ENV = "JUPYTER_DDL_SUPERVISOR_PATH"
@@ -187,6 +190,10 @@ class JobDir:
     requirements_path = property(lambda self: self.root / "requirements.txt")
 
     def log_path(self, replica: str) -> Path:
+        """The log of replica ``worker-1``; callers look the id up among the job's
+        replicas first, and anything that is not an id is refused here as well."""
+        if not _REPLICA_ID.match(replica):
+            raise ValueError(f"not a replica id: {replica!r}")
         return self.logs_dir / f"{replica}.log"
 
     def exists(self) -> bool:
