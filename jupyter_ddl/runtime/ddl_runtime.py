@@ -6,7 +6,8 @@ operator (or the local backend, which copies the operator) injects, makes a few
 conveniences available to the cell, runs the cell in ``__main__`` and ends cleanly.
 
 The torch part (device binding, process group, DeepSpeed) lives in
-``ddl_runtime_torch.py``, shipped beside this file.
+``ddl_runtime_torch.py``, the end of the run (a bounded wait for the peers, tearing the
+distributed runtimes down) in ``ddl_runtime_end.py``, both shipped beside this file.
 
 Conveniences never get in the way of code written for the operator: ``strategy`` is
 created lazily, or at startup when it must exist before the first TF op (MWMS, PS),
@@ -23,7 +24,6 @@ import io
 import json
 import os
 import sys
-import threading
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -32,13 +32,6 @@ from typing import Any
 METRIC_MARKER = "@@ddl-metric@@"
 STRATEGY_ENV = "JUPYTER_DDL_STRATEGY"
 DIST_BACKEND_ENV = "JUPYTER_DDL_DIST_BACKEND"
-TEARDOWN_ENV = "JUPYTER_DDL_TEARDOWN_TIMEOUT"
-#: seconds a replica that finished the cell waits at the end for the other ranks
-DEFAULT_TEARDOWN_TIMEOUT = 300.0
-#: a replica still waiting for its peers this long after the cell says so (in its log)
-NOTICE_AFTER = 1.0
-#: the start of that line; the local supervisor reads it to explain a stalled job
-CELL_DONE_MARKER = "jupyter-ddl: the cell finished"
 
 # Calls that mean "the cell sets up torch.distributed itself": dist.init_process_group,
 # ignite's idist.Parallel / idist.initialize, deepspeed.init_distributed / initialize.
@@ -248,10 +241,14 @@ def serve_tf_forever() -> None:
     server.join()
 
 
+def _part(module: str) -> Any:
+    """A shipped part of the runtime (``ddl_runtime_torch``, ``ddl_runtime_end``): beside
+    this file in a replica, in the package otherwise."""
+    return importlib.import_module(f"{__package__}.{module}" if __package__ else module)
+
+
 def _torch_part() -> Any:
-    """``ddl_runtime_torch``: beside this file in a replica, in the package otherwise."""
-    name = f"{__package__}.ddl_runtime_torch" if __package__ else "ddl_runtime_torch"
-    return importlib.import_module(name)
+    return _part("ddl_runtime_torch")
 
 
 def setup_torch(env: dict[str, str], source: str, strategy: str = "") -> dict[str, Any]:
@@ -294,74 +291,6 @@ def setup_mpi(env: dict[str, str]) -> dict[str, Any]:
 
 def _plain(topo: dict[str, Any]) -> dict[str, Any]:
     return {k: topo[k] for k in ("rank", "world_size", "local_rank")}
-
-
-# -- teardown ------------------------------------------------------------------------
-def teardown_timeout(env: dict[str, str]) -> float:
-    """``JUPYTER_DDL_TEARDOWN_TIMEOUT`` seconds (a positive number), else the default."""
-    try:
-        value = float(env.get(TEARDOWN_ENV, ""))
-    except ValueError:
-        return DEFAULT_TEARDOWN_TIMEOUT
-    return value if value > 0 else DEFAULT_TEARDOWN_TIMEOUT
-
-
-def wait_for_peers(end: Callable[[], Any], timeout: float, who: str) -> bool:
-    """Run ``end`` (a collective every rank must reach: the last barrier, MPI's
-    Finalize) for at most ``timeout`` seconds. A peer that hangs would otherwise keep
-    this finished replica waiting forever with nothing in its log; after
-    ``NOTICE_AFTER`` s the log says the cell finished, after ``timeout`` that the
-    replica leaves without its peers. False when it gave up; ``end``'s error is raised."""
-    done, failed = threading.Event(), []
-
-    def run() -> None:
-        try:
-            end()
-        except BaseException as e:  # noqa: BLE001 - handed to the caller below
-            failed.append(e)
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name="ddl-teardown", daemon=True).start()
-    if not done.wait(min(NOTICE_AFTER, timeout)):
-        print(f"{CELL_DONE_MARKER} on {who}; waiting up to {timeout:g} s for the other ranks",
-              flush=True)  # fmt: skip
-        if not done.wait(max(0.0, timeout - NOTICE_AFTER)):
-            print(
-                f"jupyter-ddl: {who} waited {timeout:g} s after the cell for the other ranks, "
-                "which did not arrive (one of them hangs or is far behind); exiting without them",
-                file=sys.stderr,
-                flush=True,
-            )
-            return False
-    if failed:
-        raise failed[0]
-    return True
-
-
-def teardown(ok: bool) -> None:
-    """End the distributed runtimes the cell left open, without hiding a failure and
-    without waiting forever for a peer that hangs."""
-    timeout = teardown_timeout(dict(os.environ))
-    dist = sys.modules.get("torch.distributed")
-    if dist is not None:
-        try:
-            _torch_part().teardown_torch(
-                dist, ok, lambda end, who: wait_for_peers(end, timeout, who)
-            )
-        except Exception as e:  # noqa: BLE001 - teardown must not replace the real result
-            print(f"jupyter-ddl: process group teardown: {e}", file=sys.stderr)
-    mpi = sys.modules.get("mpi4py.MPI")
-    if mpi is not None:
-        try:
-            if mpi.Is_initialized() and not mpi.Is_finalized():
-                if ok:
-                    who = f"rank {mpi.COMM_WORLD.Get_rank()}"
-                    wait_for_peers(mpi.Finalize, timeout, who)
-                elif mpi.COMM_WORLD.Get_size() > 1:
-                    mpi.COMM_WORLD.Abort(1)  # peers would wait forever in a collective
-        except Exception as e:  # noqa: BLE001
-            print(f"jupyter-ddl: MPI teardown: {e}", file=sys.stderr)
 
 
 def line_buffered_output() -> None:
@@ -433,7 +362,7 @@ def main(cell_path: str, namespace: dict[str, Any]) -> None:
         # start the traceback at the cell (or the shim's setup), not at this exec line
         traceback.print_exception(type(e), e, (tb.tb_next if tb else None) or tb)
         code = 1
-    teardown(code == 0)
+    _part("ddl_runtime_end").teardown(code == 0, _torch_part)
     _flush()
     # os._exit skips interpreter shutdown, where gloo can abort ("terminate called
     # without an active exception") and turn a success into SIGABRT.

@@ -15,7 +15,7 @@ from jupyter_ddl.backends.local.mpi_output import MpiDemux, tag_space
 from jupyter_ddl.backends.local.stall import Quiet, stall_message
 from jupyter_ddl.errors import ResourceError
 from jupyter_ddl.models import JobSpec
-from jupyter_ddl.runtime import ddl_runtime
+from jupyter_ddl.runtime import ddl_runtime_end as ddl_runtime
 
 
 def test_a_replica_keeps_the_base_set_and_what_was_named():
@@ -89,9 +89,10 @@ def test_teardown_waits_for_peers_at_most_the_limit(capsys):
 
 
 def test_the_supervisor_reads_the_runtimes_marker():
-    from jupyter_ddl.backends.local import replica
+    from jupyter_ddl.backends.local import launch, replica
 
     assert replica.CELL_DONE_MARKER is ddl_runtime.CELL_DONE_MARKER
+    assert launch.TEARDOWN_ENV == ddl_runtime.TEARDOWN_ENV
 
 
 def test_open_mpi_5_tags_lose_their_space_and_4_keeps_leading_spaces():

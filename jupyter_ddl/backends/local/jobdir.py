@@ -5,7 +5,7 @@ Layout under ``<data dir>/jobs/<name>/``::
 
     spec.json         the JobSpec (secret values are never in it: names only)
     handle.json       the JobHandle
-    bundle/           the CodeBundle's files (main.py, cell.py, ddl_runtime.py, ddl_spawn.py)
+    bundle/           the CodeBundle's files (main.py, cell.py, the runtime shim's files)
     requirements.txt  the bundle's requirements, when there are any
     local.json        where replicas start, with what interpreter, environment names
                       and limits (``LocalSettings``)

@@ -22,7 +22,7 @@ from ...models import JobSpec
 
 STRATEGY_ENV = "JUPYTER_DDL_STRATEGY"  # read by runtime/ddl_runtime.py
 DIST_BACKEND_ENV = "JUPYTER_DDL_DIST_BACKEND"
-TEARDOWN_ENV = "JUPYTER_DDL_TEARDOWN_TIMEOUT"  # read by runtime/ddl_runtime.py
+TEARDOWN_ENV = "JUPYTER_DDL_TEARDOWN_TIMEOUT"  # read by runtime/ddl_runtime_end.py
 
 # The kernel's variables every replica keeps (README, "The environment of a local
 # replica"): where programs, home, temporary files and the interpreter are, the

@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 
 from ...models import ReplicaState, ReplicaStatus, RestartPolicy
-from ...runtime.ddl_runtime import CELL_DONE_MARKER
+from ...runtime.ddl_runtime_end import CELL_DONE_MARKER
 from . import ownership
 from .jobdir import FILE_MODE, format_log_line
 from .launch import Launch
