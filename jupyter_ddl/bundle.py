@@ -15,7 +15,7 @@ CELL = "cell.py"
 RUNTIME = "ddl_runtime.py"
 SPAWN = "ddl_spawn.py"  # the cell's definitions for processes the cell spawns (main.py)
 #: every file of the shim, shipped side by side (``RUNTIME`` imports the others)
-RUNTIME_FILES = (RUNTIME, "ddl_runtime_torch.py", SPAWN)
+RUNTIME_FILES = (RUNTIME, "ddl_runtime_torch.py", "ddl_runtime_end.py", SPAWN)
 ENTRYPOINT = "main.py"
 
 # The entry point every replica runs. It finds the shim next to itself, so the

@@ -2,17 +2,28 @@
 
 The data directory holds local jobs and this file: ``$JUPYTER_DDL_DATA_DIR`` if set,
 else ``$XDG_DATA_HOME/jupyter-ddl`` (``~/.local/share/jupyter-ddl``).
+
+Every key has a type and a range (``_RULES``), checked when ``%ddl config`` sets it
+(one line naming the key, what it must be, and an example) and when the file is read:
+a file that is not a JSON object, or a key whose value is not valid, gives one warning
+line naming the file and falls back to the defaults, so a broken file never breaks a
+command.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import shutil
+import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from .errors import ValidationError
+from .names import is_dns1123_label, is_env_name
 
 
 def data_dir() -> Path:
@@ -40,7 +51,8 @@ class Config:
     )
     python: str | None = None  # interpreter for local replicas; None: the kernel's
     log_tail: int = 200  # lines kept per replica in the cell output
-    refresh_hz: float = 4.0  # dashboard updates per second (at most 10)
+    refresh_hz: float = 4.0  # dashboard updates per second (1 to 10)
+    logs_max_lines: int = 1000  # lines `%ddl logs` prints without --tail
     # Kubernetes API timeouts, seconds: opening a connection; the answer to a read
     # (discovery, get, list: what `%ddl list` and the sidebar wait on); to a write.
     kube_connect_timeout: float = 3.0
@@ -49,57 +61,238 @@ class Config:
     # Kubeflow Trainer release a TrainJob is written for (v2.0.0 ... v2.3.0); None: found
     # on the cluster at submit, the newest supported in a dry run
     trainer_release: str | None = None
+    # The local backend: most processes one job may start (None: 4 x CPU cores), the
+    # kernel variables replicas get besides the base set, seconds without output or
+    # CPU before a job is noted as stalled (0: never), and how long a replica that
+    # finished the cell waits for its peers at the end.
+    local_max_processes: int | None = None
+    local_env_passthrough: list[str] = field(default_factory=list)
+    stall_seconds: float = 60.0
+    teardown_timeout: float = 300.0
 
     def set(self, key: str, value: str) -> None:
-        """Set one key from text (``%ddl config key=value``)."""
-        names = {f.name: f for f in fields(self)}
-        if key not in names:
+        """Set one key from text (``%ddl config key=value``); ValidationError (one
+        line naming the key and what it takes) when the key or the value is not valid."""
+        rule = _RULES.get(key)
+        if rule is None:
             raise ValidationError(
-                f"config: unknown key {key!r}; known keys: {', '.join(sorted(names))}"
+                f"config: unknown key {key!r}; known keys: {', '.join(sorted(_RULES))}"
             )
-        current = getattr(self, key)
-        parsed: Any = value
-        if isinstance(current, bool):
-            parsed = value.lower() in ("1", "true", "yes", "on")
-        elif isinstance(current, int):
-            parsed = int(value)
-        elif isinstance(current, float):
-            parsed = float(value)
-        elif isinstance(current, list):
-            parsed = [v for v in value.split(",") if v]
-        elif isinstance(current, dict):
-            k, _, v = value.partition("=")
-            parsed = {**current, k: v}
-        elif value in ("", "none", "None"):
-            parsed = None
-        setattr(self, key, parsed)
+        setattr(self, key, rule.check(key, rule.parse(key, value, getattr(self, key))))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
+# -- the rules ---------------------------------------------------------------------------
+def _problem(key: str, what: str, example: str) -> ValidationError:
+    return ValidationError(f"config: {key} {what}; e.g. `%ddl config {key}={example}`")
+
+
+@dataclass(frozen=True)
+class _Rule:
+    kind: str  # text, int, float, list, map
+    optional: bool = False  # "none" (or nothing) sets None
+    low: float | None = None
+    high: float | None = None
+    example: str = ""
+    extra: Callable[[str, Any], None] | None = None  # further checks of a typed value
+
+    def parse(self, key: str, text: str, current: Any) -> Any:
+        text = text.strip()
+        if self.optional and text.lower() in ("", "none", "null"):
+            return None
+        try:
+            if self.kind == "int":
+                return int(text)
+            if self.kind == "float":
+                return float(text)
+        except ValueError:
+            raise _problem(key, f"must be a number, not {text!r}", self.example) from None
+        if self.kind == "list":
+            return [v.strip() for v in text.split(",") if v.strip()]
+        if self.kind == "map":
+            k, sep, v = text.partition("=")
+            if not sep or not k.strip() or not v.strip():
+                raise _problem(key, f"takes NAME=VALUE, not {text!r}", self.example)
+            return {**current, k.strip(): v.strip()}
+        return text
+
+    def check(self, key: str, value: Any) -> Any:
+        """``value`` if it is of this key's type and range (JSON numbers become the
+        key's number type); ValidationError otherwise."""
+        if value is None and self.optional:
+            return None
+        if self.kind in ("int", "float"):
+            allowed = (int, float) if self.kind == "float" else (int,)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, allowed)
+                or not math.isfinite(value)
+            ):
+                raise _problem(key, "must be a number", self.example)
+            value = float(value) if self.kind == "float" else value
+            if (self.low is not None and value < self.low) or (
+                self.high is not None and value > self.high
+            ):
+                span = _span(self.low, self.high)
+                raise _problem(key, f"must be {span}, not {value:g}", self.example)
+        elif self.kind == "text" and not (isinstance(value, str) and value):
+            raise _problem(key, "must be a non-empty text", self.example)
+        elif self.kind == "list" and not _strings(value):
+            raise _problem(key, "must be a list of names", self.example)
+        elif self.kind == "map" and not (
+            isinstance(value, dict) and _strings(list(value)) and _strings(list(value.values()))
+        ):
+            raise _problem(key, "must map names to values", self.example)
+        if self.extra is not None:
+            self.extra(key, value)
+        return value
+
+
+def _span(low: float | None, high: float | None) -> str:
+    low = 0 if low is None else low
+    if high is None:
+        return f"at least {low:g}"
+    return f"from {low:g} to {high:g}"
+
+
+def _strings(values: Any) -> bool:
+    return isinstance(values, list) and all(isinstance(v, str) and v for v in values)
+
+
+def _known_backend(key: str, value: str) -> None:
+    from .backends import backend_names  # the backends import this module
+
+    if value not in backend_names():
+        raise _problem(
+            key, f"{value!r} is no backend (choose {', '.join(backend_names())})", "local"
+        )
+
+
+def _trainer_release(key: str, value: str) -> None:
+    from .trainer import RELEASES, release_named
+
+    try:
+        release_named(value)
+    except ValidationError:
+        raise _problem(
+            key, f"{value!r} is no Trainer release ({', '.join(RELEASES)})", "v2.1.0"
+        ) from None
+
+
+def _frameworks(key: str, value: dict[str, str]) -> None:
+    from .strategies import FRAMEWORKS
+
+    unknown = sorted(set(value) - set(FRAMEWORKS))
+    if unknown:
+        raise _problem(
+            key,
+            f"names frameworks ({', '.join(FRAMEWORKS)}), not {', '.join(unknown)}",
+            "pytorch=docker.io/pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime",
+        )
+
+
+def _namespace(key: str, value: str | None) -> None:
+    if value is not None and not is_dns1123_label(value):
+        raise _problem(key, f"{value!r} is no namespace name (a DNS label)", "team-a")
+
+
+def _interpreter(key: str, value: str | None) -> None:
+    if value is not None and shutil.which(value) is None:
+        raise _problem(key, f"{value!r} is no program found here", "/usr/bin/python3")
+
+
+def _env_names(key: str, value: list[str]) -> None:
+    bad = [v for v in value if not is_env_name(v) or "=" in v]
+    if bad:
+        raise _problem(key, f"takes variable names, not {', '.join(bad)}", "HF_HOME,WANDB_MODE")
+
+
+_SECONDS = _Rule("float", low=1e-3, example="10")
+_RULES: dict[str, _Rule] = {
+    "backend": _Rule("text", example="local", extra=_known_backend),
+    "namespace": _Rule("text", optional=True, example="team-a", extra=_namespace),
+    "kube_context": _Rule("text", optional=True, example="my-cluster"),
+    "registry": _Rule("text", optional=True, example="registry.example/team"),
+    "insecure_registries": _Rule("list", example="localhost:5000,registry.lan"),
+    "registry_ca": _Rule("text", optional=True, example="/etc/ssl/team-ca.pem"),
+    "base_images": _Rule(
+        "map",
+        example="pytorch=docker.io/pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime",
+        extra=_frameworks,
+    ),  # fmt: skip
+    "python": _Rule("text", optional=True, example="/usr/bin/python3", extra=_interpreter),
+    "log_tail": _Rule("int", low=1, example="500"),
+    "refresh_hz": _Rule("float", low=1, high=10, example="4"),
+    "logs_max_lines": _Rule("int", low=1, example="5000"),
+    "kube_connect_timeout": _SECONDS,
+    "kube_read_timeout": _SECONDS,
+    "kube_write_timeout": _SECONDS,
+    "local_max_processes": _Rule("int", optional=True, low=1, example="16"),
+    "local_env_passthrough": _Rule("list", example="HF_HOME,WANDB_MODE", extra=_env_names),
+    "stall_seconds": _Rule("float", low=0, example="120"),
+    "teardown_timeout": _Rule("float", low=1, example="600"),
+    "trainer_release": _Rule("text", optional=True, example="v2.1.0", extra=_trainer_release),
+}
+assert set(_RULES) == {f.name for f in fields(Config)}, "every config key needs a rule"
+
+
+# -- the file ----------------------------------------------------------------------------
 def config_path() -> Path:
     return data_dir() / "config.json"
 
 
-def load_config() -> Config:
+def _warn(line: str) -> None:
+    print(f"jupyter-ddl warning: {line}", file=sys.stderr)
+
+
+def load_config(warn: Callable[[str], None] = _warn) -> Config:
+    """The saved defaults; a file that cannot be used, or keys with values that are
+    not valid, give one ``warn`` line (naming the file) and the defaults instead."""
     path = config_path()
     cfg = Config()
-    if path.exists():
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return cfg
+    except OSError as e:
+        warn(f"{path} cannot be read ({e.strerror}); using the defaults")
+        return cfg
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        warn(
+            f"{path} is not a JSON object of settings; using the defaults "
+            "(`%ddl config key=value` writes a new file)"
+        )
+        return cfg
+    bad = []
+    for key, value in data.items():
+        rule = _RULES.get(key)
+        if rule is None:
+            continue  # a key of another version
         try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            return cfg
-        known = {f.name for f in fields(Config)}
-        for k, v in data.items():
-            if k in known:
-                setattr(cfg, k, v)
+            setattr(cfg, key, rule.check(key, value))
+        except ValidationError:
+            bad.append(key)
+    if bad:
+        warn(
+            f"{path}: {', '.join(bad)} not valid, using the default; "
+            f"`%ddl config {bad[0]}=...` sets a new value"
+        )
     return cfg
 
 
 def save_config(cfg: Config) -> None:
+    """Write the file, readable by its owner only (it may name registries and clusters)."""
     path = config_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(cfg.to_dict(), indent=2, sort_keys=True))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(cfg.to_dict(), indent=2, sort_keys=True))
+    os.chmod(tmp, 0o600)  # an older file of ours may have had another mode
     tmp.replace(path)

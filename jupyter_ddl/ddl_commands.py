@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import copy
+import dataclasses
 import shlex
 import time
 from typing import TYPE_CHECKING, Any
 
 from .config import Config, save_config
 from .errors import ValidationError
+from .magic_args import check_repeats
 from .models import JobState, JobStatus
 from .strategies import FRAMEWORKS, by_framework
 from .widgets.state import DashboardState
@@ -61,6 +64,11 @@ def _named(
         args = p.parse_args(rest)
     except argparse.ArgumentError as e:
         raise ValidationError(f"%ddl {command}: {e}; `%ddl help` lists the commands") from None
+    check_repeats(p, rest, f"%ddl {command}")
+    for flag, _ in extra:
+        value = getattr(args, flag.lstrip("-"), None)
+        if isinstance(value, (int, float)) and not value > 0:  # also NaN
+            raise ValidationError(f"%ddl {command}: {flag} {value:g}: give a number above 0")
     if args.name is None:
         if magics.last_job is None:
             raise ValidationError(
@@ -93,8 +101,11 @@ def _print_jobs(jobs: list[JobStatus]) -> None:
     now = time.time()
     for j in jobs:
         age = f"{(now - j.created) / 60:.0f} min" if j.created else ""
+        state = j.state.value
+        if j.message and j.message.startswith("unreadable: "):  # which file, not a guess
+            state = j.message.split(" (", 1)[0].split(";", 1)[0]
         ready = f"{j.ready}/{len(j.replicas)}"
-        rows.append((j.name, j.backend, j.strategy, j.state.value, ready, age, _origin(j)))
+        rows.append((j.name, j.backend, j.strategy, state, ready, age, _origin(j)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
@@ -119,9 +130,29 @@ def _attach(magics: DDLMagics, rest: list[str]) -> None:
 
 
 def _logs(magics: DDLMagics, rest: list[str]) -> None:
+    """The job's lines; without --tail at most ``logs_max_lines`` of them, then one
+    line saying where the rest is (a big log must not flood the notebook)."""
     a = _named(magics, "logs", rest, ("--replica", str), ("--tail", int))
-    for line in magics.manager.logs(a.name, replica=a.replica, tail=a.tail):
+    limit = None if a.tail is not None else magics.manager.config.logs_max_lines
+    for shown, line in enumerate(magics.manager.logs(a.name, replica=a.replica, tail=a.tail)):
+        if limit is not None and shown >= limit:
+            print(_rest_of_log(magics, a.name, a.replica, limit))
+            return
         print(f"[{line.replica}] {line.text}")
+
+
+def _rest_of_log(magics: DDLMagics, name: str, replica: str | None, shown: int) -> str:
+    where = ""
+    found = magics.manager.find(name)
+    job_dir = getattr(found, "job_dir", None)
+    if job_dir is not None:
+        logs = job_dir(name) / "logs"
+        where = f"; every line is in {logs / f'{replica}.log' if replica else logs}"
+    one = f" --replica {replica}" if replica else ""
+    return (
+        f"[jupyter-ddl] the first {shown} lines are shown (logs_max_lines), more follow: "
+        f"`%ddl logs {name}{one} --tail N` shows the last N{where}"
+    )
 
 
 def _cancel(magics: DDLMagics, rest: list[str]) -> None:
@@ -167,19 +198,17 @@ def _strategies(magics: DDLMagics, rest: list[str]) -> None:
 
 def _config(magics: DDLMagics, rest: list[str]) -> None:
     cfg: Config = magics.manager.config
+    trial = copy.deepcopy(cfg)  # all or nothing: one bad item changes no key
     for item in rest:
         key, sep, value = item.partition("=")
         if not sep:
             raise ValidationError(
                 f"%ddl config: {item!r} is not key=value; write e.g. log_tail=500"
             )
-        try:
-            cfg.set(key, value)
-        except ValueError:
-            raise ValidationError(
-                f"%ddl config: {key}={value!r} is not a valid value for {key}"
-            ) from None
+        trial.set(key, value)  # one line naming the key and what it takes
     if rest:
+        for f in dataclasses.fields(cfg):
+            setattr(cfg, f.name, getattr(trial, f.name))
         save_config(cfg)
     for key, value in sorted(cfg.to_dict().items()):
         print(f"{key} = {value!r}")

@@ -7,6 +7,8 @@ for these; anything else is a bug and is shown as one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class DDLError(Exception):
     """Base of every error this package raises on purpose."""
@@ -38,6 +40,15 @@ class CaptureError(DDLError):
 
 class JobNotFound(DDLError):
     http_status = 404
+
+    @classmethod
+    def replica(cls, job: str, replica: str, known: Sequence[str]) -> JobNotFound:
+        """A replica name that is not one of the job's: every surface answers this."""
+        shown = replica if len(replica) <= 60 else replica[:60] + "…"
+        return cls(
+            f"job {job!r} has no replica {shown!r}; its replicas: {', '.join(known) or 'none'}",
+            hint=f"`%ddl status {job}` lists them",
+        )
 
 
 class JobConflict(DDLError):

@@ -156,11 +156,61 @@ def parse_line(line: str) -> DistributeArgs:
         raise ValidationError(
             f"%%distribute: cannot split the flags ({e}); check the quotes"
         ) from None
+    parser = build_parser()
     try:
-        ns = build_parser().parse_args(words)
+        ns = parser.parse_args(words)
     except argparse.ArgumentError as e:
         raise ValidationError(f"%%distribute: {e}; `%%distribute --help` lists the flags") from None
-    return DistributeArgs(**vars(ns))
+    check_repeats(parser, words, "%%distribute")
+    args = DistributeArgs(**vars(ns))
+    _check_timeout(args)
+    return args
+
+
+def check_repeats(parser: argparse.ArgumentParser, words: list[str], prog: str) -> None:
+    """A flag that takes one value given twice (``--replicas 2 ... --replicas 3``) is
+    refused: argparse would silently keep the last one."""
+    seen: dict[str, str] = {}
+    for word in words:
+        if word == "--":
+            break
+        flag = word.split("=", 1)[0]
+        action = parser._option_string_actions.get(flag)
+        if action is None or isinstance(action, argparse._AppendAction):
+            continue
+        if action.dest in seen:
+            raise ValidationError(
+                f"{prog}: {seen[action.dest]} is given twice ({flag} again); give it once"
+            )
+        seen[action.dest] = flag
+
+
+def _check_timeout(args: DistributeArgs) -> None:
+    if args.timeout is None:
+        return
+    if not args.timeout > 0:  # also NaN
+        raise ValidationError(f"--timeout {args.timeout:g}: give the seconds to wait, above 0")
+    if not args.wait:
+        raise ValidationError(
+            f"--timeout {args.timeout:g} bounds how long --wait waits; add --wait or drop --timeout"
+        )
+
+
+#: parts of a variable name that say its value is a secret
+_SECRET_PARTS = ("PASSWORD", "PASSWD", "TOKEN", "SECRET", "CREDENTIAL", "PRIVATE")
+_SECRET_WORDS = {"KEY", "APIKEY", "PASS", "AUTH", "CREDS", "PAT"}
+
+
+def secret_looking(names: list[str]) -> list[str]:
+    """The ``--env`` names whose values are probably secrets (``DB_PASSWORD``,
+    ``HF_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``API_KEY``): ``--env`` stores its value
+    in the spec, the dry run and the manifests, ``--secret-env`` stores none."""
+    out = []
+    for name in names:
+        upper = name.upper()
+        if any(part in upper for part in _SECRET_PARTS) or _SECRET_WORDS & set(upper.split("_")):
+            out.append(name)
+    return out
 
 
 def help_text() -> str:
@@ -227,13 +277,15 @@ def _fill(strategy: Strategy, counts: dict[str, int], total: int, given: int | N
 
 
 def _env(items: list[str]) -> dict[str, str]:
-    out = {}
+    out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not _ENV_NAME.match(key):
             raise ValidationError(
                 f"--env {item!r}: write it as NAME=value with NAME a valid variable name"
             )
+        if key in out and out[key] != value:
+            raise ValidationError(f"--env {key} is given twice with different values; give it once")
         out[key] = value
     return out
 

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
 from .capture import Captured, capture_cell, history_of, read_requirements
-from .errors import BackendUnavailable, DDLError, ValidationError
-from .magic_args import DistributeArgs, help_text, parse_line, spec_from_args
+from .errors import BackendUnavailable, CaptureError, DDLError, ValidationError
+from .magic_args import DistributeArgs, help_text, parse_line, secret_looking, spec_from_args
 from .manager import JobManager, default_manager
 from .models import JobState
 from .names import cell_label, generate_name
@@ -80,6 +80,8 @@ class DDLMagics(Magics):
             raise ShownError(e) from None
 
     def _distribute(self, line: str, cell: str) -> None:
+        _saveable(line, "the %%distribute line")
+        _saveable(cell, "the cell")
         args = parse_line(line)
         if args.help:
             print(help_text())
@@ -162,6 +164,13 @@ class DDLMagics(Magics):
         name = args.name or self.job_name(cell_id)
         spec = spec_from_args(args, name=name, backend=backend, notebook=notebook)
         spec.cell_id = cell_id
+        for key in secret_looking(list(spec.env)):
+            print(
+                f"jupyter-ddl warning: --env {key} looks like a secret: its value is stored "
+                f"in the job's spec and shown by --dry-run; `--secret-env {key}` passes it "
+                "from the kernel's environment without storing it",
+                file=sys.stderr,
+            )
         extra = [r for value in args.requirements for r in read_requirements(value)]
         bundle = build_bundle(
             captured.code,
@@ -287,6 +296,19 @@ class DDLMagics(Magics):
             return run_command(self, line)
         except DDLError as e:
             raise ShownError(e) from None
+
+
+def _saveable(text: str, what: str) -> None:
+    """Refuse text that cannot be written as UTF-8 (a lone surrogate, as a bad paste or
+    a ``chr(0xD800)`` leaves), in one line naming where it is."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        line = text.count("\n", 0, e.start) + 1
+        raise CaptureError(
+            f"{what}: line {line} holds {text[e.start]!r}, half of a character pair that "
+            "cannot be saved as text; delete it (retype that part) and run the cell again"
+        ) from None
 
 
 def load(ipython: Any, manager: JobManager | None = None) -> DDLMagics:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -223,10 +223,29 @@ class JobManager:
         stop: threading.Event | None = None,
         raw: bool = False,
     ) -> Iterator[LogLine]:
-        """The lines a person reads (``raw``: ``report()`` lines too; see Backend.logs)."""
-        return self.find(name, backend).logs(
+        """The lines a person reads (``raw``: ``report()`` lines too; see Backend.logs).
+        ``replica`` must be one of the job's replicas (JobNotFound naming them otherwise):
+        a replica is looked up, never used as a file name or a filter that silently
+        matches nothing."""
+        found = self.find(name, backend)
+        if replica is not None:
+            known = self.replica_ids(name, found.name)
+            if known and replica not in known:
+                raise JobNotFound.replica(name, replica, known)
+        return found.logs(
             name, replica=replica, offset=offset, tail=tail, follow=follow, stop=stop, raw=raw
         )
+
+    def replica_ids(self, name: str, backend: str | None = None) -> Sequence[str]:
+        """The job's replica ids (``master-0``...): from its status and its spec."""
+        found = self.find(name, backend)
+        ids = [r.id for r in found.get(name).replicas]
+        try:
+            spec = found.spec(name)
+            more = [r.rid for r in spec.shape.replicas] if spec is not None else []
+        except (DDLError, ValueError, KeyError, TypeError):
+            more = []  # a spec this version cannot read: the status still names them
+        return ids + [rid for rid in more if rid not in ids]
 
     def reports(self, name: str, backend: str | None = None) -> Reports:
         """Every ``report(**metrics)`` the job's replicas printed, as (replica, values) in

@@ -6,7 +6,8 @@ operator (or the local backend, which copies the operator) injects, makes a few
 conveniences available to the cell, runs the cell in ``__main__`` and ends cleanly.
 
 The torch part (device binding, process group, DeepSpeed) lives in
-``ddl_runtime_torch.py``, shipped beside this file.
+``ddl_runtime_torch.py``, the end of the run (a bounded wait for the peers, tearing the
+distributed runtimes down) in ``ddl_runtime_end.py``, both shipped beside this file.
 
 Conveniences never get in the way of code written for the operator: ``strategy`` is
 created lazily, or at startup when it must exist before the first TF op (MWMS, PS),
@@ -240,10 +241,14 @@ def serve_tf_forever() -> None:
     server.join()
 
 
+def _part(module: str) -> Any:
+    """A shipped part of the runtime (``ddl_runtime_torch``, ``ddl_runtime_end``): beside
+    this file in a replica, in the package otherwise."""
+    return importlib.import_module(f"{__package__}.{module}" if __package__ else module)
+
+
 def _torch_part() -> Any:
-    """``ddl_runtime_torch``: beside this file in a replica, in the package otherwise."""
-    name = f"{__package__}.ddl_runtime_torch" if __package__ else "ddl_runtime_torch"
-    return importlib.import_module(name)
+    return _part("ddl_runtime_torch")
 
 
 def setup_torch(env: dict[str, str], source: str, strategy: str = "") -> dict[str, Any]:
@@ -286,27 +291,6 @@ def setup_mpi(env: dict[str, str]) -> dict[str, Any]:
 
 def _plain(topo: dict[str, Any]) -> dict[str, Any]:
     return {k: topo[k] for k in ("rank", "world_size", "local_rank")}
-
-
-# -- teardown ------------------------------------------------------------------------
-def teardown(ok: bool) -> None:
-    """End the distributed runtimes the cell left open, without hiding a failure."""
-    dist = sys.modules.get("torch.distributed")
-    if dist is not None:
-        try:
-            _torch_part().teardown_torch(dist, ok)
-        except Exception as e:  # noqa: BLE001 - teardown must not replace the real result
-            print(f"jupyter-ddl: process group teardown: {e}", file=sys.stderr)
-    mpi = sys.modules.get("mpi4py.MPI")
-    if mpi is not None:
-        try:
-            if mpi.Is_initialized() and not mpi.Is_finalized():
-                if ok:
-                    mpi.Finalize()
-                elif mpi.COMM_WORLD.Get_size() > 1:
-                    mpi.COMM_WORLD.Abort(1)  # peers would wait forever in a collective
-        except Exception as e:  # noqa: BLE001
-            print(f"jupyter-ddl: MPI teardown: {e}", file=sys.stderr)
 
 
 def line_buffered_output() -> None:
@@ -378,7 +362,7 @@ def main(cell_path: str, namespace: dict[str, Any]) -> None:
         # start the traceback at the cell (or the shim's setup), not at this exec line
         traceback.print_exception(type(e), e, (tb.tb_next if tb else None) or tb)
         code = 1
-    teardown(code == 0)
+    _part("ddl_runtime_end").teardown(code == 0, _torch_part)
     _flush()
     # os._exit skips interpreter shutdown, where gloo can abort ("terminate called
     # without an active exception") and turn a success into SIGABRT.

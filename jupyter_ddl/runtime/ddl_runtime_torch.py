@@ -14,6 +14,7 @@ import importlib.util
 import inspect
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 
@@ -87,9 +88,12 @@ def _make_init_idempotent(dist: Any) -> None:
     dist.init_process_group = init_process_group
 
 
-def teardown_torch(dist: Any, ok: bool) -> None:
+def teardown_torch(dist: Any, ok: bool, wait: Callable[..., bool] | None = None) -> None:
     """Wait for every rank, then end the process group the cell left open. The barrier
-    names this process's GPU on NCCL, which would otherwise guess it from the rank."""
+    names this process's GPU on NCCL, which would otherwise guess it from the rank.
+    ``wait(end, who)`` runs the barrier with a time limit (``ddl_runtime.wait_for_peers``);
+    when the peers never come, the group is left as it is (destroying it could block
+    too) and the process exits."""
     if not (getattr(dist, "is_available", lambda: False)() and dist.is_initialized()):
         return
     if ok:
@@ -97,5 +101,9 @@ def teardown_torch(dist: Any, ok: bool) -> None:
         torch = sys.modules.get("torch")
         if dist.get_backend() == "nccl" and torch is not None and torch.cuda.is_available():
             kwargs["device_ids"] = [torch.cuda.current_device()]
-        dist.barrier(**kwargs)
+        barrier = lambda: dist.barrier(**kwargs)  # noqa: E731
+        if wait is None:
+            barrier()
+        elif not wait(barrier, f"rank {dist.get_rank()}"):
+            return
     dist.destroy_process_group()

@@ -32,6 +32,8 @@ AUTH_RESOURCE = "jupyter_ddl"
 NAMESPACE = "jupyter-ddl"
 #: most lines one non-following log request returns; ask again from next_offset
 MAX_LOG_LINES = 10_000
+#: most text one page carries (a few long lines must not make a huge answer)
+MAX_LOG_BYTES = 4 << 20
 
 T = TypeVar("T")
 
@@ -171,11 +173,12 @@ class LogsHandler(DDLHandler):
         lines = await self.call(
             read_lines, self.manager, name, backend, replica, offset, tail=tail, limit=limit
         )
+        size = sum(len(line.text) for line in lines)
         self.reply(
             {
                 "lines": [views.log_dict(line) for line in lines],
                 "next_offsets": views.next_offsets(lines, offset),
-                "limited": len(lines) == limit,
+                "limited": len(lines) == limit or size >= MAX_LOG_BYTES,
             }
         )
 
@@ -222,11 +225,15 @@ class MetricsHandler(DDLHandler):
             self.reply({"replica": None, "points": [], "next_offset": offset})
             return
         lines = await self.call(
-            lambda: list(  # raw: the report() lines are where the metrics are
-                self.manager.logs(
-                    name, backend=status.backend, replica=replica, offset=offset, raw=True
-                )
-            )
+            # raw: the report() lines are where the metrics are
+            read_lines,
+            self.manager,
+            name,
+            status.backend,
+            replica,
+            offset,
+            limit=MAX_LOG_LINES,
+            raw=True,
         )
         self.reply(
             {
@@ -246,13 +253,23 @@ def read_lines(
     *,
     tail: int | None = None,
     limit: int = MAX_LOG_LINES,
+    raw: bool = False,
 ) -> list[LogLine]:
-    """At most ``limit`` lines already written (no follow); stops the backend's reader
-    as soon as enough were read."""
+    """At most ``limit`` lines already written (no follow), and about ``MAX_LOG_BYTES``
+    of text; stops the backend's reader as soon as enough were read."""
     stop = threading.Event()
-    it = manager.logs(name, backend=backend, replica=replica, offset=offset, tail=tail, stop=stop)
+    it = manager.logs(
+        name, backend=backend, replica=replica, offset=offset, tail=tail, stop=stop, raw=raw
+    )
+    out: list[LogLine] = []
+    size = 0
     try:
-        return list(islice(it, limit))
+        for line in islice(it, limit):
+            out.append(line)
+            size += len(line.text)
+            if size >= MAX_LOG_BYTES:
+                break
+        return out
     finally:
         stop.set()
 

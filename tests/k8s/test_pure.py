@@ -143,7 +143,7 @@ def test_shipping_builders_keep_values_out_and_check_size():
     sec = shipping.secret(spec, {"TOKEN": "v"}, {})
     assert sec["metadata"]["name"] == "j-secrets" and sec["data"] == {"TOKEN": "dg=="}
     cm = shipping.configmap(build_bundle("x = 1\n"), "j", {"a": "b"})
-    shim = {"ddl_runtime.py", "ddl_runtime_torch.py", "ddl_spawn.py"}
+    shim = {"ddl_runtime.py", "ddl_runtime_torch.py", "ddl_runtime_end.py", "ddl_spawn.py"}
     assert set(cm["data"]) == {"cell.py", "main.py", *shim} and cm["immutable"] is True
     bundle = build_bundle("pass\n")
     bundle.files["pkg/blob.bin"] = b"\xff\xfe\x00"

@@ -66,18 +66,25 @@ def wait_line(
     raise AssertionError(f"{replica} of {name} never printed {text!r}")
 
 
-def job_processes(job_dir) -> list[psutil.Process]:
-    """Live processes that belong to a job: started from its bundle or its supervisor."""
+def job_processes(job_dir, pids=()) -> list[psutil.Process]:
+    """Live processes that belong to a job: started from its bundle or its supervisor,
+    carrying its name or directory in their environment, or among ``pids`` (what the
+    job's cells reported they started, e.g. with an emptied environment)."""
     marker = str(job_dir)
     out = []
     for p in psutil.process_iter(["cmdline", "environ"]):
         try:
             cmd = " ".join(p.info["cmdline"] or [])
             env = p.info["environ"] or {}
+            if p.status() == psutil.STATUS_ZOMBIE:
+                continue
         except psutil.Error:
             continue
-        if p.status() == psutil.STATUS_ZOMBIE:
-            continue
-        if marker in cmd or env.get("JUPYTER_DDL_JOB") == job_dir.name:
+        if (
+            marker in cmd
+            or env.get("JUPYTER_DDL_JOB") == job_dir.name
+            or env.get("JUPYTER_DDL_JOB_DIR") == marker
+            or p.pid in pids
+        ):
             out.append(p)
     return out

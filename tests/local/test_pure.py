@@ -34,7 +34,7 @@ def test_bundle_is_deterministic_and_runnable_layout():
     a = build_bundle("print(1)", requirements=["tqdm", "tqdm", " "], notebook="n.ipynb")
     b = build_bundle("print(1)", requirements=["tqdm"], notebook="n.ipynb")
     assert a.digest == b.digest and a.requirements == ["tqdm"]
-    shim = {"ddl_runtime.py", "ddl_runtime_torch.py", "ddl_spawn.py"}
+    shim = {"ddl_runtime.py", "ddl_runtime_torch.py", "ddl_runtime_end.py", "ddl_spawn.py"}
     assert set(a.files) == {"cell.py", "main.py", *shim} and a.entrypoint == "main.py"
     assert a.files["cell.py"] == b"print(1)\n"
     for name in shim:  # stdlib and the framework only: a base image has no jupyter_ddl

@@ -13,6 +13,7 @@ may still carry the directory in its environment.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
 import time
@@ -50,17 +51,22 @@ def load_script(name: str) -> ModuleType:
 
 
 def processes_using(data_dir: Path) -> list[psutil.Process]:
-    """Live processes whose environment points at ``data_dir`` (kernels, supervisors,
-    replicas all inherit JUPYTER_DDL_DATA_DIR)."""
+    """Live processes whose environment points at ``data_dir``: kernels and supervisors
+    inherit JUPYTER_DDL_DATA_DIR, replicas (which get a pod's environment, not the
+    kernel's) and their children carry their job's directory in JUPYTER_DDL_JOB_DIR."""
     found = []
+    jobs = str(data_dir / "jobs") + os.sep
     for proc in psutil.process_iter():
         if proc.pid == os.getpid():
             continue
         try:
-            if proc.environ().get("JUPYTER_DDL_DATA_DIR") == str(data_dir):
-                found.append(proc)
+            env = proc.environ()
         except (psutil.Error, OSError):
             continue
+        if env.get("JUPYTER_DDL_DATA_DIR") == str(data_dir) or env.get(
+            "JUPYTER_DDL_JOB_DIR", ""
+        ).startswith(jobs):
+            found.append(proc)
     return found
 
 
@@ -74,6 +80,10 @@ def notebook_env(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
     monkeypatch.setenv("DDL_WORKSHOP_QUICK", "1")
+    # replicas see only the variables they are given: the quick mode is passed on
+    (data_dir / "config.json").write_text(
+        json.dumps({"local_env_passthrough": ["DDL_WORKSHOP_QUICK"]})
+    )
     yield data_dir
     leftovers = _finish_jobs(data_dir)
     assert not leftovers, f"jobs still running after the notebook: {leftovers}"

@@ -5,16 +5,22 @@ Layout under ``<data dir>/jobs/<name>/``::
 
     spec.json         the JobSpec (secret values are never in it: names only)
     handle.json       the JobHandle
-    bundle/           the CodeBundle's files (main.py, cell.py, ddl_runtime.py, ddl_spawn.py)
+    bundle/           the CodeBundle's files (main.py, cell.py, the runtime shim's files)
     requirements.txt  the bundle's requirements, when there are any
-    local.json        {"cwd": ..., "python": ...}: where replicas start and with what
+    local.json        where replicas start, with what interpreter, environment names
+                      and limits (``LocalSettings``)
     status.json       the JobStatus, rewritten atomically by the supervisor
-    supervisor.json   {"pid": ..., "create_time": ...} of the supervisor process
+    supervisor.json   {"pid", "create_time", "ready"} of the supervisor process ("ready"
+                      once its signal handlers are in place)
+    processes.json    [[pid, start time], ...]: every process seen below the supervisor
     supervisor.log    the supervisor's own output (tracebacks of our bugs land here)
     setup.log         pip output when requirements are installed
     hostfile          the MPI hostfile (MPI strategies)
     cancel            present once a cancel was asked for
     logs/<replica>.log  one file per replica: "<UTC time> <stream> <text>" per line
+
+Directories are created 0700 and files 0600: logs and bundles may hold what the
+cell printed or read, and other users of the machine have no business there.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
 from dataclasses import asdict
 from datetime import datetime, timezone
@@ -29,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from ...models import CodeBundle, JobHandle, JobSpec, JobStatus
+
+_REPLICA_ID = re.compile(r"^[a-z]+-[0-9]+$")  # worker-1: the only shape of a log's name
 
 #: the supervisor's own import path entry, taken off again for the replicas
 SUPERVISOR_PATH_ENV = "JUPYTER_DDL_SUPERVISOR_PATH"
@@ -38,8 +47,20 @@ def jobs_root(data_dir: Path) -> Path:
     return data_dir / "jobs"
 
 
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Create ``path`` readable by its owner only, whatever the umask."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write via a temporary file and rename, so readers never see half a file."""
+    """Write via a temporary file and rename, so readers never see half a file
+    (mkstemp makes it 0600)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -165,28 +186,43 @@ class JobDir:
     bundle_dir = property(lambda self: self.root / "bundle")
     logs_dir = property(lambda self: self.root / "logs")
     hostfile = property(lambda self: self.root / "hostfile")
+    processes_path = property(lambda self: self.root / "processes.json")
     requirements_path = property(lambda self: self.root / "requirements.txt")
 
     def log_path(self, replica: str) -> Path:
+        """The log of replica ``worker-1``; callers look the id up among the job's
+        replicas first, and anything that is not an id is refused here as well."""
+        if not _REPLICA_ID.match(replica):
+            raise ValueError(f"not a replica id: {replica!r}")
         return self.logs_dir / f"{replica}.log"
 
     def exists(self) -> bool:
         return self.spec_path.exists()
 
     def create(
-        self, spec: JobSpec, bundle: CodeBundle, handle: JobHandle, *, cwd: str, python: str
+        self,
+        spec: JobSpec,
+        bundle: CodeBundle,
+        handle: JobHandle,
+        *,
+        cwd: str,
+        python: str,
+        settings: dict[str, Any] | None = None,
     ) -> None:
         """Write everything the supervisor needs; the directory must not exist yet."""
-        self.root.mkdir(parents=True)
-        self.logs_dir.mkdir()
-        self.bundle_dir.mkdir()
+        self.root.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        self.root.mkdir(mode=DIR_MODE)
+        os.chmod(self.root, DIR_MODE)  # mkdir's mode passes through the umask
+        for d in (self.logs_dir, self.bundle_dir):
+            d.mkdir(mode=DIR_MODE)
         for rel, data in bundle.files.items():
             target = self.bundle_dir / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+            target.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+            write_private(target, data)
         if bundle.requirements:
-            self.requirements_path.write_text("".join(r + "\n" for r in bundle.requirements))
-        write_json(self.root / "local.json", {"cwd": cwd, "python": python})
+            text = "".join(r + "\n" for r in bundle.requirements)
+            write_private(self.requirements_path, text.encode())
+        write_json(self.root / "local.json", {"cwd": cwd, "python": python, **(settings or {})})
         write_json(self.handle_path, asdict(handle))
         write_json(self.spec_path, spec.to_dict())  # written last: marks the dir complete
 
@@ -196,19 +232,47 @@ class JobDir:
     def handle(self) -> JobHandle:
         return JobHandle(**json.loads(self.handle_path.read_text()))
 
-    def local(self) -> dict[str, str]:
-        """{"cwd": ..., "python": ...} recorded at submit time."""
-        return read_json(self.root / "local.json") or {}
+    def local(self) -> dict[str, Any]:
+        """{"cwd": ..., "python": ..., settings...} recorded at submit time."""
+        data = read_json(self.root / "local.json")
+        return data if isinstance(data, dict) else {}
+
+    def requirements(self) -> list[str]:
+        try:
+            text = self.requirements_path.read_text()
+        except OSError:
+            return []
+        return [line.strip() for line in text.splitlines() if line.strip()]
 
     def status(self) -> JobStatus | None:
-        data = read_json(self.status_path)
-        return JobStatus.from_dict(data) if data else None
+        """The last status written, None before the first; raises ValueError (or
+        TypeError/KeyError) when the file is there but is no status."""
+        try:
+            text = self.status_path.read_text()
+        except FileNotFoundError:
+            return None
+        return JobStatus.from_dict(json.loads(text))
 
     def write_status(self, status: JobStatus) -> None:
         write_json(self.status_path, status.to_dict())
 
     def supervisor(self) -> dict[str, Any] | None:
-        return read_json(self.supervisor_path)
+        data = read_json(self.supervisor_path)
+        return data if isinstance(data, dict) else None
+
+    def processes(self) -> list[tuple[int, float]]:
+        """(pid, start time) of every process recorded for the job."""
+        data = read_json(self.processes_path)
+        out = []
+        for item in data if isinstance(data, list) else []:
+            try:
+                out.append((int(item[0]), float(item[1])))
+            except (TypeError, ValueError, IndexError):
+                continue
+        return out
+
+    def write_processes(self, records: list[tuple[int, float]]) -> None:
+        write_json(self.processes_path, [list(r) for r in records])
 
     def log_files(self) -> dict[str, Path]:
         """Replica id -> log file, for every replica that has written a log."""

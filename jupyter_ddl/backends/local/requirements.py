@@ -8,8 +8,10 @@ import hashlib
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import IO
 
 from ...errors import DDLError
 
@@ -21,11 +23,17 @@ def cache_key(requirements: Sequence[str], python: str) -> str:
 
 
 def install(
-    data_dir: Path, requirements: Sequence[str], python: str, log: Path, timeout: float = 900
+    data_dir: Path,
+    requirements: Sequence[str],
+    python: str,
+    log: Path,
+    timeout: float = 900,
+    stopped: Callable[[], bool] = lambda: False,
 ) -> Path:
     """The directory holding ``requirements`` for ``python``, installing it on first use.
 
-    Raises DDLError naming the failing pip output line when pip fails.
+    Raises DDLError naming the failing pip output line when pip fails, or when
+    ``stopped()`` turns true meanwhile (a cancel: pip is stopped at once).
     """
     root = data_dir / "requirements"
     root.mkdir(parents=True, exist_ok=True)
@@ -42,12 +50,10 @@ def install(
         argv = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
         argv += ["--target", str(tmp), *requirements]
         with open(log, "ab") as out:
-            try:
-                rc = subprocess.run(
-                    argv, stdout=out, stderr=subprocess.STDOUT, timeout=timeout
-                ).returncode
-            except subprocess.TimeoutExpired:
-                rc = -1
+            rc = _run(argv, out, timeout, stopped)
+        if rc is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise DDLError("installing requirements was stopped: the job was cancelled")
         if rc != 0:
             shutil.rmtree(tmp, ignore_errors=True)
             raise DDLError(
@@ -58,6 +64,23 @@ def install(
         tmp.rename(target)
         (target / ".complete").write_text("\n".join(requirements))
     return target
+
+
+def _run(
+    argv: list[str], out: IO[bytes], timeout: float, stopped: Callable[[], bool]
+) -> int | None:
+    """pip's exit code (-1 past ``timeout``); None when ``stopped()`` ended it."""
+    proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return proc.wait(timeout=0.2)
+        except subprocess.TimeoutExpired:
+            pass
+        if stopped() or time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            return None if stopped() else -1
 
 
 def _last_line(log: Path) -> str:

@@ -4,8 +4,10 @@ Started by LocalBackend.submit in its own session, so it outlives the kernel. It
 installs requirements, reserves ports, starts every replica with the operator's
 environment, applies restartPolicy / backoffLimit / activeDeadlineSeconds as the
 operator does, decides the end state, and keeps ``status.json`` current. A SIGTERM
-(or the ``cancel`` file) cancels the job; every replica's process tree is stopped
-before the supervisor exits, so nothing is left behind.
+(or the ``cancel`` file) cancels the job, from its first instant: the handlers are in
+place before ``supervisor.json`` says "ready". At the end every process below the
+supervisor (it is their subreaper, see ``ownership``) is stopped, so nothing is left
+behind; its files are private to the user (umask 077; replicas keep the kernel's).
 """
 
 from __future__ import annotations
@@ -25,20 +27,31 @@ from ...errors import DDLError
 from ...metrics import is_metric_line, parse_metric_line
 from ...models import JobState, JobStatus, ReplicaState, ReplicaStatus
 from ...strategies import get_strategy
-from . import gpus, launch, policy, ports, requirements
-from .jobdir import SUPERVISOR_PATH_ENV, JobDir, write_json
+from . import control, gpus, launch, ownership, policy, ports, requirements
+from .jobdir import JobDir, write_json
+from .mpi_output import mpirun_tag_space
 from .pump import OutputPump
 from .replica import Replica, mpi_rank_pids
+from .stall import Quiet
+from .tracking import JobProcesses, updated_message
 
 TICK = 0.1  # polling period where process exits cannot be heard (no pidfd)
 IDLE = 0.5  # the loop's longest sleep when exits wake it: cancel file, MPI ranks
 STATUS_EVERY = 1.0  # seconds between status writes while only log lines change
 SUCCESS_GRACE = 5.0  # replicas still running when the job succeeded get this long to end
+# ...and when it failed: a crashing replica's peers often notice (and exit) before the
+# crashing process itself is gone; its own exit code is what says what happened
+FAILURE_SETTLE = 1.0
+HOUSEKEEPING = 2.0  # seconds between scans of the processes below (records, orphans, CPU)
 
 
 class Supervisor:
-    def __init__(self, jobdir: JobDir) -> None:
+    def __init__(
+        self, jobdir: JobDir, stop: threading.Event | None = None, umask: int = 0o022
+    ) -> None:
         self.jd = jobdir
+        self.stop_asked = stop or threading.Event()  # set by SIGTERM/SIGINT/SIGHUP
+        self.umask = umask
         self.spec = jobdir.spec()
         self.shape = self.spec.shape
         self.kind = self.shape.job_kind
@@ -63,7 +76,8 @@ class Supervisor:
         self.ranks = {r.rid: r.rank for r in self.shape.replicas}
         self.ended: dict[str, float] = {}
         self.latest: dict[str, dict[str, float]] = {}
-        self.stopping = False
+        self.procs = JobProcesses(jobdir, float(self.local.get("stall_seconds") or 0))
+        self._next_house = 0.0
         # Replica exits (heard by the pump), signals and timers wake the loop: it does
         # not poll while replicas train, so it takes no CPU from them.
         self.wake = threading.Event()
@@ -88,34 +102,30 @@ class Supervisor:
         self._dirty, self._written = False, now
 
     def _replica_status(self, r: Replica) -> ReplicaStatus:
-        return ReplicaStatus(
-            role=r.launch.role,
-            index=r.launch.index,
-            state=r.state,
-            restarts=r.restarts,
-            exit_code=r.exit_code,
-            signal=r.signal,
-            message=r.message,
-            last_lines=failures.status_tail(
-                r.rid,
-                [t for t in r.last if not is_metric_line(t)],
-                r.state in (ReplicaState.FAILED, ReplicaState.RESTARTING, ReplicaState.TERMINATED),
-            ),
-            pid=r.pid,
-            rank=self.ranks.get(r.rid),
-            ended=self.ended.get(r.rid),
-            metrics=dict(self.latest.get(r.rid, {})),
+        st = r.status()
+        st.last_lines = failures.status_tail(
+            r.rid,
+            [t for t in r.last if not is_metric_line(t)],
+            r.state in (ReplicaState.FAILED, ReplicaState.RESTARTING, ReplicaState.TERMINATED),
         )
+        st.rank = self.ranks.get(r.rid)
+        st.ended = self.ended.get(r.rid)
+        st.metrics = dict(self.latest.get(r.rid, {}))
+        return st
 
     # -- setup -----------------------------------------------------------------------
     def prepare(self) -> None:
         python = self.local.get("python") or sys.executable
         pythonpath = ""
-        reqs = self._requirements()
-        if reqs:
+        reqs = self.jd.requirements()
+        if reqs and not self.stopping:
             self.status.message = "installing requirements"
             self.write_status(force=True)
-            pythonpath = str(requirements.install(self.data_dir, reqs, python, self.jd.setup_log))
+            pythonpath = str(
+                requirements.install(
+                    self.data_dir, reqs, python, self.jd.setup_log, stopped=self.stop_asked.is_set
+                )
+            )
             self.status.message = None
         n = self.shape.total
         reserved = ports.reserve(self.data_dir, self.spec.name, n + 1)
@@ -131,15 +141,19 @@ class Supervisor:
             hostfile=str(self.jd.hostfile),
             endpoints=endpoints,
             gpus=assigned,
-            environ=_replica_environ(),
+            environ=control.replica_environ(),
+            passthrough=self.local.get("env_passthrough") or (),
             pythonpath=pythonpath,
             mpi_port=reserved[-1],
             as_root=os.geteuid() == 0,
+            marker=(ownership.MARKER_ENV, str(self.jd.root)),
+            teardown_timeout=self.local.get("teardown_timeout"),
         )
         for item in launches:
             rpolicy = policy.restart_policy(self.kind, item.role, self.spec.restart_policy)
+            log = self.jd.log_path(item.rid)
             self.replicas.append(
-                Replica(item, self.jd.log_path(item.rid), rpolicy, self.on_line, self.pump)
+                Replica(item, log, rpolicy, self.on_line, self.pump, umask=self.umask)
             )
         launcher = next((r for r in self.replicas if r.launch.role == "Launcher"), None)
         if launcher is not None and hosts is not None:
@@ -149,28 +163,31 @@ class Supervisor:
             launcher.mpi_ranks = {
                 rank: workers[rank // slots] for rank in range(len(workers) * slots)
             }
-
-    def _requirements(self) -> list[str]:
-        try:
-            text = self.jd.requirements_path.read_text()
-        except OSError:
-            return []
-        return [line.strip() for line in text.splitlines() if line.strip()]
+            argv = launcher.launch.argv or []
+            if argv[:1] == ["mpirun"]:
+                launcher.mpi_tag_space = mpirun_tag_space(argv[0], launcher.launch.env)
 
     # -- the loop --------------------------------------------------------------------
+    @property
+    def stopping(self) -> bool:
+        return self.stop_asked.is_set() or self.jd.cancel_path.exists()
+
     def run(self) -> None:
         cwd = self.local.get("cwd") or str(self.jd.root)
         if not os.path.isdir(cwd):
             cwd = str(self.jd.root)
         for r in self._processes():
-            r.start(cwd)
+            if self.stopping:  # a cancel while replicas start: start no more
+                break
+            self._start(r, cwd)
         self.status.state = JobState.RUNNING
         self.status.started = time.time()
+        self.procs.restart_clock(self.status.started)
         self._dirty = True
         while True:
             self.wake.clear()  # what happens from here on wakes the sleep below
             now = time.time()
-            if self.stopping or self.jd.cancel_path.exists():
+            if self.stopping:
                 return self.finish(JobState.CANCELLED, "cancelled by the user")
             if policy.deadline_passed(self.status.started, now, self.spec.active_deadline_seconds):
                 msg = f"{self.kind} {self.spec.name} was active longer than the specified deadline ({self.spec.active_deadline_seconds}s)"
@@ -179,7 +196,7 @@ class Supervisor:
                 if r.poll():
                     self.on_exit(r)
                 elif r.state == ReplicaState.RESTARTING and now >= r.restart_at:
-                    r.start(cwd)
+                    self._start(r, cwd)
                     self._dirty = True
             self._mirror_mpi_workers()
             outcome = policy.job_outcome(self.kind, self._states())
@@ -192,8 +209,31 @@ class Supervisor:
                 if any(r.state == ReplicaState.RESTARTING for r in self.replicas)
                 else JobState.RUNNING
             )
+            if now >= self._next_house:
+                self._next_house = now + HOUSEKEEPING
+                self._housekeeping(now)
             self.write_status()
             self.wake.wait(self._sleep(now))
+
+    def _start(self, r: Replica, cwd: str) -> None:
+        r.start(cwd)
+        if r.pid is not None:
+            self.procs.record([r.pid])
+
+    def _own_pids(self) -> set[int]:
+        return {r.proc.pid for r in self.replicas if r.proc is not None}
+
+    def _housekeeping(self, now: float) -> None:
+        """Record the processes below, collect orphans, notice a job that stopped moving."""
+        quiet = [
+            Quiet(r.rid, r.last_output, r.finished_at)
+            for r in self.replicas
+            if r.state == ReplicaState.RUNNING and not r.mpi_ranks  # mpirun: its ranks speak
+        ]
+        note = self.procs.scan(quiet, self._own_pids(), now)
+        message = updated_message(self.status.message, note)
+        if message != self.status.message:
+            self.status.message, self._dirty = message, True
 
     def _sleep(self, now: float) -> float:
         """Until the next thing that no event announces: a restart, the deadline."""
@@ -274,17 +314,27 @@ class Supervisor:
     # -- the end ---------------------------------------------------------------------
     def finish(self, state: JobState, message: str | None) -> None:
         if state == JobState.SUCCEEDED:
-            self._grace()
+            strategy = get_strategy(self.spec.strategy)
+            servers = {"PS"} | ({"Worker"} if strategy.name == "tf-parameter-server" else set())
+            self._let_end(SUCCESS_GRACE, servers)  # servers are stopped at once
+        elif state == JobState.FAILED:
+            self._let_end(FAILURE_SETTLE, set())
         if state == JobState.CANCELLED:  # before any stop: peers' errors after it are teardown
             for r in self.replicas:
                 r.note(failures.CANCEL_MARKER)
         for r in self._processes():
             if r.proc is not None:
                 r.note(f"{r.rid} stopped: the job is {state.value.lower()}")
-                r.stop()
+        self.procs.stop_all(self._own_pids())
+        for r in self._processes():
+            if r.proc is not None:
+                r.release()
                 r.state, r.pid = ReplicaState.TERMINATED, None
             elif not r.state.finished:
                 r.state = ReplicaState.TERMINATED
+        if not self.replicas:  # the job ended before any replica started
+            for rs in self.status.replicas:
+                rs.state = ReplicaState.TERMINATED
         final = {JobState.SUCCEEDED: ReplicaState.SUCCEEDED, JobState.FAILED: ReplicaState.FAILED}
         for r in self.replicas:
             if r.launch.argv is None:  # MPI workers end with their launcher
@@ -296,55 +346,61 @@ class Supervisor:
         self.write_status(force=True)
         self.pump.close()
 
-    def _grace(self) -> None:
-        """Let replicas that run the cell end on their own (servers are stopped at once)."""
-        strategy = get_strategy(self.spec.strategy)
-        servers = {"PS"} | ({"Worker"} if strategy.name == "tf-parameter-server" else set())
-        deadline = time.time() + SUCCESS_GRACE
+    def _let_end(self, seconds: float, skip: set[str]) -> None:
+        """Give replicas (but those of the ``skip`` roles) that end on their own this
+        long to do so, and record how each one ended."""
+        deadline = time.time() + seconds
         while time.time() < deadline and not self.stopping:
             waiting = [
-                r for r in self._processes() if r.proc is not None and r.launch.role not in servers
+                r for r in self._processes() if r.proc is not None and r.launch.role not in skip
             ]
             if not waiting:
                 return
             for r in waiting:
                 if r.poll():
+                    self.ended[r.rid] = time.time()
                     ok = r.exit_code == 0 and r.signal is None
                     r.state = ReplicaState.SUCCEEDED if ok else ReplicaState.FAILED
                     r.message = None if ok else policy.describe_exit(r.exit_code, r.signal)
             time.sleep(TICK)
 
 
-def _replica_environ() -> dict[str, str]:
-    """The submitter's environment, minus the import path added only for us."""
-    env = dict(os.environ)
-    ours = env.pop(SUPERVISOR_PATH_ENV, None)
-    if ours and env.get("PYTHONPATH"):
-        rest = [p for p in env["PYTHONPATH"].split(os.pathsep) if p != ours]
-        env["PYTHONPATH"] = os.pathsep.join(rest)
-        if not rest:
-            del env["PYTHONPATH"]
-    return env
-
-
 def main(root: str) -> int:
-    jd = JobDir(Path(root))
-    me = psutil.Process()
-    write_json(jd.supervisor_path, {"pid": me.pid, "create_time": me.create_time()})
-    sup = Supervisor(jd)
+    stop = threading.Event()
+    wake: list[threading.Event] = []
 
-    def stop(signum: int, frame: object) -> None:
-        sup.stopping = True
-        sup.wake.set()
+    def on_signal(signum: int, frame: object) -> None:
+        stop.set()
+        for event in wake:
+            event.set()
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, stop)
+        signal.signal(sig, on_signal)
+    umask = os.umask(0o077)  # the job's files are the user's alone
+    ownership.become_subreaper()
+    jd = JobDir(Path(root))
+    me = psutil.Process()
+    # Announced only now: a cancel before this waits for it instead of killing a
+    # process that cannot handle SIGTERM yet (the job would end Failed, not Cancelled).
+    write_json(jd.supervisor_path, {"pid": me.pid, "create_time": me.create_time(), "ready": True})
     try:
+        sup = Supervisor(jd, stop, umask)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"jupyter-ddl: cannot read the job in {jd.root}: {e!r}", file=sys.stderr)
+        return 1  # the backend reports the job as unreadable
+    wake.append(sup.wake)
+    try:
+        if sup.stopping:
+            sup.finish(JobState.CANCELLED, "cancelled by the user")
+            return 0
         sup.write_status(force=True)
         sup.prepare()
         sup.run()
     except DDLError as e:
-        sup.finish(JobState.FAILED, str(e))
+        if sup.stopping:  # e.g. pip, stopped by the cancel
+            sup.finish(JobState.CANCELLED, "cancelled by the user")
+        else:
+            sup.finish(JobState.FAILED, str(e))
     except Exception as e:  # noqa: BLE001 - our bug: stop everything, say where to look
         traceback.print_exc()
         sup.finish(JobState.FAILED, f"the local supervisor crashed ({e}); see {jd.supervisor_log}")

@@ -1,0 +1,204 @@
+"""Starting, finding and stopping a local job's supervisor from any process (the
+kernel that submitted the job, another kernel, the server extension).
+
+The supervisor is found again through ``supervisor.json`` (pid and start time, so a
+recycled pid is never signalled); it says "ready" once its signal handlers are in
+place, and a cancel waits for that before sending SIGTERM. When the supervisor is gone
+the processes it recorded, and those carrying the job's marker, are stopped here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import psutil
+
+from ...errors import ResourceError
+from ...models import JobSpec, JobState, JobStatus, ReplicaState, ReplicaStatus
+from ...shape import JobShape
+from . import ownership
+from .jobdir import FILE_MODE, SUPERVISOR_PATH_ENV, JobDir, write_atomic
+
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
+START_GRACE = 15.0  # a job dir without a supervisor record is still being created
+READY_WAIT = 30.0  # longest wait for a starting supervisor to install its handlers
+STOP_WAIT = 20.0  # longest wait for a cancelled supervisor to stop its replicas
+LIMIT_KEY = "local_max_processes"
+T = TypeVar("T")
+
+
+# -- starting ------------------------------------------------------------------------
+def start_supervisor(jd: JobDir) -> subprocess.Popen[bytes]:
+    """The job's supervisor, in its own session (it survives the kernel and its Ctrl-C)."""
+    env = dict(os.environ)
+    # jupyter_ddl need not be installed (a source checkout): make it importable for
+    # the supervisor only; it takes this entry off again for the replicas.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
+    env[SUPERVISOR_PATH_ENV] = _PACKAGE_PARENT
+    env[ownership.MARKER_ENV] = str(jd.root)
+    fd = os.open(jd.supervisor_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+    with open(fd, "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "jupyter_ddl.backends.local.supervisor", str(jd.root)],
+            cwd=jd.root,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:  # known at once, so a slow-starting supervisor never looks dead
+        record = {"pid": proc.pid, "create_time": psutil.Process(proc.pid).create_time()}
+    except psutil.Error:
+        return proc  # it already exited; its status (or its absence) says what happened
+    # Written only if the supervisor has not written its own ("ready") record yet: a
+    # hard link creates the file whole, or fails when it exists.
+    tmp = jd.root / f".supervisor.{os.getpid()}"
+    write_atomic(tmp, json.dumps(record).encode())
+    try:
+        os.link(tmp, jd.supervisor_path)
+    except FileExistsError:
+        pass
+    except OSError:  # a file system without hard links
+        if not jd.supervisor_path.exists():
+            os.replace(tmp, jd.supervisor_path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return proc
+
+
+def replica_environ() -> dict[str, str]:
+    """The supervisor's environment minus the import path added above (for it only)."""
+    env = dict(os.environ)
+    ours = env.pop(SUPERVISOR_PATH_ENV, None)
+    if ours and env.get("PYTHONPATH"):
+        rest = [p for p in env["PYTHONPATH"].split(os.pathsep) if p != ours]
+        env["PYTHONPATH"] = os.pathsep.join(rest)
+        if not rest:
+            del env["PYTHONPATH"]
+    return env
+
+
+def process_count(shape: JobShape) -> int:
+    """Processes a job runs here: its replicas times torchrun's processes per
+    replica, or mpirun's ranks."""
+    return max(shape.total * shape.nproc_per_node, shape.world_size)
+
+
+def check_process_limit(spec: JobSpec, limit: int | None) -> None:
+    """Raise ResourceError, naming the limit and its config key, when the job would
+    start more processes than ``limit`` (None: 4 × this machine's CPU cores)."""
+    cores = os.cpu_count() or 1
+    allowed = limit if limit is not None else 4 * cores
+    shape = spec.shape
+    wanted = process_count(shape)
+    if wanted <= allowed:
+        return
+    per = f" × {shape.nproc_per_node} processes each" if shape.nproc_per_node > 1 else ""
+    where = f"{LIMIT_KEY} = {limit}" if limit is not None else f"{LIMIT_KEY}: 4 × {cores} CPU cores"
+    raise ResourceError(
+        f"{spec.name}: {shape.describe()}{per} is {wanted} local processes, more than the "
+        f"local backend allows ({allowed}, {where})",
+        hint=f"ask for fewer replicas, or raise the limit: `%ddl config {LIMIT_KEY}=N`",
+    )
+
+
+# -- finding -------------------------------------------------------------------------
+def supervisor_process(jd: JobDir) -> psutil.Process | None:
+    info = jd.supervisor()
+    if not info:
+        return None
+    try:
+        return ownership.identified(int(info["pid"]), float(info["create_time"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def supervisor_alive(jd: JobDir) -> bool:
+    if supervisor_process(jd) is not None:
+        return True
+    if jd.supervisor() is None:  # not started yet, or never will: judge by age
+        try:
+            return time.time() - jd.handle_path.stat().st_mtime < START_GRACE
+        except OSError:
+            return False
+    return False
+
+
+# -- stopping ------------------------------------------------------------------------
+def stop_supervisor(jd: JobDir) -> None:
+    """Ask the supervisor to cancel the job and wait until it has (it stops every
+    replica itself); kill it when it does not answer (its replicas die with it)."""
+    jd.cancel_path.touch()
+    sup = supervisor_process(jd)
+    if sup is None:
+        return
+    deadline = time.monotonic() + READY_WAIT
+    while not (jd.supervisor() or {}).get("ready") and time.monotonic() < deadline:
+        if not sup.is_running():
+            return
+        time.sleep(0.05)
+    try:
+        sup.send_signal(signal.SIGTERM)
+        sup.wait(timeout=STOP_WAIT)
+    except psutil.TimeoutExpired:
+        with contextlib.suppress(psutil.Error):
+            sup.kill()
+            sup.wait(timeout=5)
+    except psutil.Error:
+        pass
+
+
+def stop_leftovers(jd: JobDir) -> None:
+    """Stop every process recorded for the job, or marked as its own, that still runs
+    (the supervisor is gone; pid and start time are checked before each signal)."""
+    ownership.stop_recorded(jd.processes(), jd.root, grace=1.0)
+
+
+def end_without_supervisor(status: JobStatus, state: JobState, message: str) -> JobStatus:
+    """``status`` ended here because the supervisor cannot write it any more."""
+    status.state, status.message, status.finished = state, message, time.time()
+    for r in status.replicas:
+        if not r.state.finished:
+            r.state, r.pid = ReplicaState.TERMINATED, None
+    return status
+
+
+# -- unreadable files ----------------------------------------------------------------
+def unreadable_status(jd: JobDir, alive: bool) -> JobStatus:
+    """What can still be said of a job one of whose files is not what we wrote: its
+    name, what is readable, and which file is not (``unreadable: spec.json (...)``)."""
+    problems: list[str] = []
+
+    def read(label: str, reader: Callable[[], T]) -> T | None:
+        try:
+            return reader()
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            why = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
+            problems.append(f"{label} ({why})")
+            return None
+
+    spec = read("spec.json", jd.spec)
+    handle = read("handle.json", jd.handle)
+    status = read("status.json", jd.status)
+    if status is None:
+        status = JobStatus(name=jd.name, backend="local", strategy="?", state=JobState.PENDING)
+        if spec is not None:
+            status.strategy = spec.strategy
+            status.replicas = [ReplicaStatus(r, i) for r, i in spec.shape.replica_ids]
+        if handle is not None:
+            status.created, status.notebook = handle.created, handle.notebook
+    if not alive and not status.state.finished:
+        status.state = JobState.FAILED
+    what = problems[0] if problems else "a job file"
+    status.message = f"unreadable: {what}; `%ddl delete {jd.name}` removes the job"
+    return status

@@ -1,0 +1,78 @@
+"""The supervisor's view of every process below it (see ``ownership``).
+
+Each scan records the processes (``processes.json``: what a cancel after the
+supervisor's death stops), collects orphans handed to the supervisor that ended, and
+samples their CPU time for the stall note (``stall``). At the job's end ``stop_all``
+stops all of them at once.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterable
+
+import psutil
+
+from . import ownership
+from .jobdir import JobDir
+from .stall import PREFIX as STALL_PREFIX
+from .stall import CpuActivity, Quiet, stall_message
+
+#: seconds between SIGTERM and SIGKILL when the job's processes are stopped
+STOP_GRACE = 2.0
+
+
+class JobProcesses:
+    def __init__(self, jd: JobDir, stall_after: float) -> None:
+        self.jd = jd
+        self.stall_after = stall_after
+        self.cpu = CpuActivity(time.time())
+        self._records: dict[int, float] = {}  # pid -> start time
+
+    def record(self, pids: Iterable[int]) -> None:
+        """Add these processes to ``processes.json`` (written only when it changes)."""
+        changed = False
+        for pid in pids:
+            try:
+                started = psutil.Process(pid).create_time()
+            except psutil.Error:
+                continue
+            if self._records.get(pid) != started:
+                self._records[pid] = started
+                changed = True
+        if changed:
+            self.jd.write_processes(sorted(self._records.items()))
+
+    def restart_clock(self, now: float) -> None:
+        """The replicas (re)started now: no stall is counted from before."""
+        self.cpu = CpuActivity(now)
+
+    def scan(self, quiet: list[Quiet], keep: set[int], now: float) -> str | None:
+        """Record, reap and sample; returns the stall note for ``quiet`` (the running
+        replicas), None while the job moves. ``keep``: pids a Popen waits for."""
+        procs = ownership.descendants()
+        self.record(p.pid for p in procs)
+        ownership.reap_orphans(keep)
+        self.cpu.sample(procs, now)
+        return stall_message(quiet, now, self.cpu.last_busy, self.stall_after)
+
+    def stop_all(self, keep: set[int]) -> None:
+        """Every process below the supervisor (replicas, what they started, orphans
+        handed to it), then any other one carrying the job's marker: SIGTERM, one
+        grace period for all, SIGKILL."""
+        procs = ownership.descendants()
+        self.record(p.pid for p in procs)
+        left = ownership.stop(procs, STOP_GRACE)
+        left += ownership.stop(ownership.marked(self.jd.root), STOP_GRACE)
+        ownership.reap_orphans(keep)
+        for p in left:
+            print(f"jupyter-ddl: process {p.pid} did not stop", file=sys.stderr, flush=True)
+
+
+def updated_message(current: str | None, note: str | None) -> str | None:
+    """The job's message with the stall note put in or taken out; a message of
+    another kind (requirements, backoff) is never replaced by it."""
+    if current is None or current.startswith(STALL_PREFIX):
+        return note
+    return current
