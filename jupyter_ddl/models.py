@@ -15,15 +15,11 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+# the operators' spelling of roles and restart policies: kinds.py holds them
+from .kinds import RestartPolicy
+
 if TYPE_CHECKING:
     from .shape import JobShape
-
-
-class RestartPolicy(str, Enum):
-    NEVER = "Never"
-    ON_FAILURE = "OnFailure"
-    EXIT_CODE = "ExitCode"
-    ALWAYS = "Always"
 
 
 class CleanPodPolicy(str, Enum):
@@ -70,9 +66,6 @@ class EventKind(str, Enum):
 
 #: restarts allowed when the user gave no backoff limit (a Kubernetes Job allows 6)
 DEFAULT_BACKOFF_LIMIT = 3
-
-# Roles use the operators' replica-type spelling (operator-contract.md §1.1, §3, §4.1).
-ROLES = ("Chief", "Master", "Worker", "PS", "Evaluator", "Launcher", "Node")
 
 
 @dataclass
