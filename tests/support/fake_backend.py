@@ -306,12 +306,14 @@ class FakeBackend(Backend):
                 return
 
     def _unsent(self, job: _Job, q: LogQuery, sent: dict[str, int]) -> list[LogLine]:
-        """The lines not given yet, replica by replica (the first call applies
-        ``offset`` and ``tail``)."""
+        """The lines not given yet, replica by replica in the job's order (the first
+        call applies ``offset`` and ``tail``)."""
         out: list[LogLine] = []
-        for rid, lines in job.lines.items():
+        order = [r.id for r in job.status.replicas]  # the job's order, as real backends
+        for rid in sorted(job.lines, key=lambda r: order.index(r) if r in order else len(order)):
             if q.replica not in (None, rid):
                 continue
+            lines = job.lines[rid]
             if rid not in sent:
                 shown = [ln.offset for ln in lines if q.raw or not is_metric_line(ln.text)]
                 if q.tail is not None:
