@@ -259,6 +259,9 @@ class JobHandle:
     notebook: str | None = None
     code_digest: str | None = None
     cell_id: str | None = None
+    image: str | None = None  # what the replicas run (Kubernetes)
+    image_pushed: bool | None = None  # False: it was in the registry; None: no push
+    warnings: list[str] = field(default_factory=list)  # what the submit checks found
 
 
 @dataclass
@@ -306,6 +309,9 @@ class JobStatus:
     metrics: dict[str, float] = field(default_factory=dict)  # latest values
     cell_id: str | None = None
     backoff_limit: int | None = None  # restarts allowed across every replica together
+    image: str | None = None  # as JobHandle's three
+    image_pushed: bool | None = None
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ready(self) -> int:

@@ -31,6 +31,7 @@ from .common import (
     STRATEGY_ENV,
     WORK_DIR,
     configmap_key,
+    configmap_name,
     launch_command,
     secret_name,
 )
@@ -96,5 +97,6 @@ __all__ = [
     "common",
     "configmap_key",
     "launch_command",
+    "configmap_name",
     "secret_name",
 ]

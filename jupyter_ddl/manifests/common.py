@@ -52,6 +52,11 @@ SCHEDULER_NAMES = {"volcano": "volcano", "scheduler-plugins": "scheduler-plugins
 _PYTHON = re.compile(r"^(.*/)?python(\d(\.\d+)?)?$")
 
 
+def configmap_name(job: str) -> str:
+    """The ConfigMap holding a job's code when it does not travel in the image."""
+    return f"{job}-code"
+
+
 def secret_name(job: str) -> str:
     """The Secret holding a job's ``secret_env`` values (created by the backend)."""
     return f"{job}-secrets"

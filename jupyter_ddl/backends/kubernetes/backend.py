@@ -121,7 +121,8 @@ class KubernetesBackend(Backend):
         md = done.job["metadata"]
         self._refs[spec.name] = Ref(done.kind, md.get("namespace") or self.conn.namespace)
         return JobHandle(name=spec.name, backend=self.name, namespace=self._refs[spec.name].namespace,
-                         notebook=spec.notebook, code_digest=bundle.digest)  # fmt: skip
+                         notebook=spec.notebook, code_digest=bundle.digest, image=done.image,
+                         image_pushed=done.pushed, warnings=list(done.warnings))  # fmt: skip
 
     def get(self, name: str) -> JobStatus:
         ref, obj = self._find(name)

@@ -31,6 +31,7 @@ from .reasons import pod_waiting
 
 ANNOTATION_CANCELLED = PREFIX + "cancelled"
 ANNOTATION_WARNINGS = PREFIX + "warnings"
+ANNOTATION_IMAGE = PREFIX + "image"  # {"reference": ..., "pushed": true|false|null}
 Key = tuple[str, int]
 
 
@@ -220,6 +221,7 @@ def job_status(
             message = found.line + (f" — {message}" if message else "")
     notes = md.get("annotations") or {}
     started, finished = times(obj, pods)
+    image = _json_notes(notes, ANNOTATION_IMAGE, dict)
     return JobStatus(
         name=md.get("name", ""),
         backend="kubernetes",
@@ -235,7 +237,19 @@ def job_status(
         code_digest=notes.get(ANNOTATION_CODE_DIGEST),
         cell_id=notes.get(ANNOTATION_CELL),
         backoff_limit=_backoff_limit(obj),
+        image=image.get("reference"),
+        image_pushed=image.get("pushed"),
+        warnings=_json_notes(notes, ANNOTATION_WARNINGS, list),
     )
+
+
+def _json_notes(notes: Mapping[str, str], key: str, kind: type) -> Any:
+    """Annotation ``key`` as JSON of type ``kind``; empty when absent or mangled."""
+    try:
+        value = json.loads(notes.get(key) or "null")
+    except ValueError:
+        value = None
+    return value if isinstance(value, kind) else kind()
 
 
 def _ranks(obj: Mapping[str, Any]) -> dict[Key, int]:
