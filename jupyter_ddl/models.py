@@ -264,6 +264,12 @@ class JobHandle:
     warnings: list[str] = field(default_factory=list)  # what the submit checks found
 
 
+def replica_id(role: str, index: int) -> str:
+    """``worker-1``: a replica's name in logs and the UI, the operator's pod-name
+    suffix (operator-contract.md §1.3)."""
+    return f"{role.lower()}-{index}"
+
+
 @dataclass
 class ReplicaStatus:
     role: str  # operator spelling, e.g. "Worker"
@@ -288,8 +294,7 @@ class ReplicaStatus:
 
     @property
     def id(self) -> str:
-        """``worker-1``: the replica's name in logs and the UI (the operator's pod suffix)."""
-        return f"{self.role.lower()}-{self.index}"
+        return replica_id(self.role, self.index)
 
 
 @dataclass

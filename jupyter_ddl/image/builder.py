@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..atomic import write_atomic
 from ..config import Config, load_config
 from ..errors import RegistryError
 from ..models import CodeBundle
@@ -73,10 +74,7 @@ def _ca_bundle(ca: str | None) -> str | None:
     digest = hashlib.sha256(system + extra).hexdigest()[:16]
     path = os.path.join(tempfile.gettempdir(), f"jupyter-ddl-ca-{digest}.pem")
     if not os.path.exists(path):
-        tmp = f"{path}.{os.getpid()}"
-        with open(tmp, "wb") as f:
-            f.write(system + b"\n" + extra)
-        os.replace(tmp, path)
+        write_atomic(path, system + b"\n" + extra, mode=0o644)
     return path
 
 

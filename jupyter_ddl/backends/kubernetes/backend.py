@@ -31,6 +31,7 @@ from ...models import (
     JobState,
     JobStatus,
     LogLine,
+    replica_id,
 )
 from ..base import Backend
 from . import status as S
@@ -191,7 +192,7 @@ class KubernetesBackend(Backend):
             key = ref.kind.pod_replica(pod)
             if key is None:
                 continue
-            rid = f"{key[0].lower()}-{key[1]}"
+            rid = replica_id(*key)
             if replica and rid != replica:
                 continue
             lines: builtins.list[tuple[float | None, str]] = []

@@ -9,13 +9,11 @@ mpi-operator, §4.2 JobSet: ``Kind.pod_replica``), which container trains
 
 from __future__ import annotations
 
-import calendar
 import json
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ... import failures
+from ... import failures, timestamps
 from ...errors import DDLError
 from ...kinds import Kind
 from ...manifests import (
@@ -108,14 +106,7 @@ def replica_status(kind: Kind, role: str, index: int, pod: dict[str, Any] | None
 
 def epoch(ts: str | None) -> float | None:
     """Epoch seconds of an RFC 3339 time, with its fraction when it has one."""
-    if not ts:
-        return None
-    try:
-        whole = float(calendar.timegm(time.strptime(ts[:19], "%Y-%m-%dT%H:%M:%S")))
-    except ValueError:
-        return None
-    frac = ts[19:].rstrip("Z").split("+")[0]
-    return whole + (float(frac) if frac.startswith(".") and frac[1:].isdigit() else 0.0)
+    return timestamps.parse(ts) if ts else None
 
 
 def _true(conds: list[dict[str, Any]], ctype: str) -> dict[str, Any] | None:

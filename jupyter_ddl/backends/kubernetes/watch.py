@@ -29,7 +29,7 @@ from typing import Any
 
 from ...kinds import Kind
 from ...metrics import is_metric_line, parse_metric_line
-from ...models import EventKind, JobEvent, JobState, JobStatus, LogLine, ReplicaStatus
+from ...models import EventKind, JobEvent, JobState, JobStatus, LogLine, ReplicaStatus, replica_id
 from . import status as S
 from .connection import Connection
 from .listwatch import ListWatch
@@ -175,7 +175,7 @@ class JobWatcher:
         self.gone.pop(pname, None)
         key = self.kind.pod_replica(pod)
         if key:
-            self.pod_ids[pname] = f"{key[0].lower()}-{key[1]}"
+            self.pod_ids[pname] = replica_id(*key)
         self._ensure_followers(pod)
 
     def _job_over(self) -> bool:
