@@ -46,6 +46,7 @@ class ListWatch:
         from kubernetes.client import ApiException
 
         delay, rv, failures = FIRST_DELAY, None, 0
+        error: Exception
         while not (self.stop.is_set() or self._halt.is_set()):
             try:
                 if rv is None:
