@@ -30,7 +30,7 @@ def parse(stamp: str) -> float | None:
     elif rest.endswith("+00:00"):
         rest = rest[:-6]
     frac = rest[1:] if rest.startswith(".") else rest
-    if frac and not (rest.startswith(".") and frac.isascii() and frac.isdigit()):
+    if rest and not (rest.startswith(".") and frac.isascii() and frac.isdigit()):
         return None
     try:
         whole = second_epoch(head)
