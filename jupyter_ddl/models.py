@@ -259,6 +259,15 @@ class JobHandle:
     notebook: str | None = None
     code_digest: str | None = None
     cell_id: str | None = None
+    image: str | None = None  # what the replicas run (Kubernetes)
+    image_pushed: bool | None = None  # False: it was in the registry; None: no push
+    warnings: list[str] = field(default_factory=list)  # what the submit checks found
+
+
+def replica_id(role: str, index: int) -> str:
+    """``worker-1``: a replica's name in logs and the UI, the operator's pod-name
+    suffix (operator-contract.md §1.3)."""
+    return f"{role.lower()}-{index}"
 
 
 @dataclass
@@ -285,8 +294,7 @@ class ReplicaStatus:
 
     @property
     def id(self) -> str:
-        """``worker-1``: the replica's name in logs and the UI (the operator's pod suffix)."""
-        return f"{self.role.lower()}-{self.index}"
+        return replica_id(self.role, self.index)
 
 
 @dataclass
@@ -306,6 +314,9 @@ class JobStatus:
     metrics: dict[str, float] = field(default_factory=dict)  # latest values
     cell_id: str | None = None
     backoff_limit: int | None = None  # restarts allowed across every replica together
+    image: str | None = None  # as JobHandle's three
+    image_pushed: bool | None = None
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ready(self) -> int:

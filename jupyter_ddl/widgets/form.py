@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..atomic import write_atomic
 from ..config import data_dir
 from ..errors import DDLError
 from ..magic_args import DistributeArgs, spec_from_args
@@ -59,9 +60,7 @@ def save_choice(notebook: str | None, choice: dict[str, Any]) -> None:
         data = {}
     data[notebook or ""] = choice
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
-    tmp.replace(path)
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True).encode(), mode=0o644)
 
 
 class DistributeForm:
