@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shlex
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -221,6 +222,22 @@ def build_parser(epilog: str = "") -> RaisingParser:
             kw["metavar"] = d.meta.metavar
         p.add_argument(*d.names, **kw)
     return p
+
+
+def flag_line(a: DistributeArgs, *, leave_out: tuple[str, ...] = ("name",)) -> str:
+    """The ``%%distribute`` line that parses back into ``a``, but the fields left out
+    (by default its name, which is the cell's own); defaults go unsaid."""
+    words = ["%%distribute"]
+    for d in declared():
+        value = getattr(a, d.dest)
+        if d.dest in leave_out or value is None or value == d.default:
+            continue
+        if d.type is bool:
+            words.append(d.option)
+            continue
+        for one in value if d.repeatable else [value]:
+            words += [d.option, shlex.quote(str(one))]
+    return " ".join(words)
 
 
 def flag_table() -> str:

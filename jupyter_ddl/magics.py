@@ -84,10 +84,9 @@ class DDLMagics(Magics):
             )
 
     def _show_form(self, captured: Captured, args: DistributeArgs) -> None:
-        from IPython.display import display
 
         from .widgets.form import DistributeForm
-        from .widgets.views import JobSlots
+        from .widgets.views import DisplaySlot, JobSlots, widget_bundle
 
         # known now, while the cell runs: a click later comes without the cell's request
         cell_id, count = self.cell_id(), self.ip.execution_count
@@ -112,7 +111,13 @@ class DDLMagics(Magics):
             new_name=lambda: self.job_name(cell_id, count),
         )
         self.last_form = form
-        display(form.widget)
+        form_slot = DisplaySlot(initial=widget_bundle(form.widget, "the %%distribute form"))
+
+        def retire(html: str, text: str) -> None:
+            form_slot.show({"text/html": html, "text/plain": text})
+            form.widget.close()  # its views are gone: nothing of it outlives the kernel
+
+        form.retire = retire
         slots = JobSlots()  # below the form: where its jobs show, and stay when saved
 
     def notebook(self) -> str | None:

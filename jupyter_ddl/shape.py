@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import kinds
 from .errors import ValidationError
-from .kinds import ROLES, Kind
+from .kinds import ROLES, Kind, replica_id
 from .strategies import CATALOG, Strategy, get_strategy
 from .trainer import RELEASES, RuntimeLayout, shipped_layout
 
@@ -35,9 +35,7 @@ def is_trainjob(spec: JobSpec) -> bool:
     return spec.target == kinds.TRAINJOB.name
 
 
-def rid(role: str, index: int) -> str:
-    """The replica id ``worker-1``: the operator's pod-name suffix (§1.3)."""
-    return f"{role.lower()}-{index}"
+rid = replica_id  # the name the contract and the launchers use
 
 
 @dataclass(frozen=True)

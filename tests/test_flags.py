@@ -118,3 +118,17 @@ def test_the_lab_dialog_writes_declared_flags_only():
     assert {"--strategy", "--replicas", "--gpus", "--backend"} <= used
     known = {n for d in declared() for n in d.names}
     assert used <= known, used - known
+
+
+def test_flag_line_parses_back_into_the_same_args_but_the_name():
+    from jupyter_ddl.flags import flag_line
+
+    line = (
+        "-s tf-parameter-server -n 3 --ps 2 --gpus 1 --cpu 2 -b kubernetes --image 'my img' "
+        "--env A=1 --env 'B=two words' --gang scheduler-plugins --wait --timeout 5 --name x"
+    )
+    a = parse_line(line)
+    written = flag_line(a)
+    assert written.startswith("%%distribute --strategy tf-parameter-server --replicas 3")
+    assert "--name" not in written and "--tpus" not in written  # left out, default
+    assert parse_line(written.removeprefix("%%distribute ")) == dataclasses.replace(a, name=None)

@@ -234,3 +234,31 @@ def test_the_form_reads_every_flag_it_offers_from_the_field_of_that_name(data_di
     assert spec_from_args(form.args(), **kwargs) == spec_from_args(flags, **kwargs)
     form.backend.value = "local"  # the Kubernetes-only fields are not read then
     assert (form.args().image, form.args().gang, form.args().queue) == (None, None, None)
+
+
+def test_the_form_retires_to_a_note_with_the_same_flags_once_its_jobs_ended(data_dir):
+    from jupyter_ddl.magic_args import parse_line
+    from jupyter_ddl.widgets.form import flag_line
+
+    calls: list = []
+    notes: list[tuple[str, str]] = []
+    count = iter(range(1, 9))
+    form = _form(calls, names=lambda: f"nb-cell-{next(count)}")
+    form.retire = lambda html, text: notes.append((html, text))
+    form.replicas.value = 3
+    form.gpus.value = 0
+    form.submit_button.click()
+    form.another_button.click()
+    form.submit_button.click()
+    form.job_ended()
+    assert notes == []  # one of the two still runs: the form stays
+    form.job_ended()
+    assert len(notes) == 1
+    html, text = notes[0]
+    names = [c[1].name for c in calls]
+    assert all(n and n in text for n in names) and "ddl-form-note" in html
+    line = flag_line(calls[-1][1])
+    assert line in text
+    # the line is one the magic reads back into the same choice (but the name)
+    again = parse_line(line.removeprefix("%%distribute "))
+    assert (again.strategy, again.replicas) == (calls[-1][1].strategy, 3)

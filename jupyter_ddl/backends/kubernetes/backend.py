@@ -31,6 +31,7 @@ from ...models import (
     JobState,
     JobStatus,
     LogLine,
+    replica_id,
 )
 from ..base import Backend, LogQuery
 from . import status as S
@@ -121,7 +122,8 @@ class KubernetesBackend(Backend):
         md = done.job["metadata"]
         self._refs[spec.name] = Ref(done.kind, md.get("namespace") or self.conn.namespace)
         return JobHandle(name=spec.name, backend=self.name, namespace=self._refs[spec.name].namespace,
-                         notebook=spec.notebook, code_digest=bundle.digest)  # fmt: skip
+                         notebook=spec.notebook, code_digest=bundle.digest, image=done.image,
+                         image_pushed=done.pushed, warnings=list(done.warnings))  # fmt: skip
 
     def get(self, name: str) -> JobStatus:
         ref, obj = self._find(name)
@@ -189,7 +191,7 @@ class KubernetesBackend(Backend):
             key = ref.kind.pod_replica(pod)
             if key is None:
                 continue
-            rid = f"{key[0].lower()}-{key[1]}"
+            rid = replica_id(*key)
             if replica and rid != replica:
                 continue
             lines: builtins.list[tuple[float | None, str]] = []
