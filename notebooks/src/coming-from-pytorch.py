@@ -170,8 +170,9 @@ hvd
 #
 # Each replica of a job is one "node" to Ignite. On one machine (one replica) the
 # practice notebooks' own line, `idist.Parallel(backend="gloo", nproc_per_node=2)`
-# (they ran on Google Colab), runs exactly as written. In a job of two replicas, each replica tells
-# Ignite which node it is, from the environment the operator gives it:
+# (they ran on Google Colab), runs exactly as written. In a job of two replicas,
+# each replica tells Ignite which node it is, from the environment the operator
+# gives it:
 # `nnodes=world_size, node_rank=rank` and the rendezvous address. Two replicas × two
 # spawned processes make a world of four.
 

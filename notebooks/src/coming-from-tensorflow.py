@@ -124,7 +124,8 @@ print("objects:", [d["kind"] for d in objects])
 # ### Try this
 #
 # Fairing's example deployed a ParameterServer TFJob
-# (`chief_count=1, worker_count=2, ps_count=1`). Write the `%%distribute` line for it with `--dry-run`.
+# (`chief_count=1, worker_count=2, ps_count=1`). Write the `%%distribute` line for it
+# with `--dry-run`.
 # **Expected:** a TFJob whose `tfReplicaSpecs` has `Chief` with 1 replica, `Worker`
 # with 2 and `PS` with 1, every container named `tensorflow`.
 

@@ -80,9 +80,9 @@ for name in ("cnn", "tiny"):
 # The network computes thousands of FLOPs per weight and sample, the tiny model six.
 # Each weight is one gradient value (4 bytes) to all-reduce, so this is the work each
 # byte of the all-reduce pays for: per byte sent, the network has a lot of work to
-# divide between the processes, the tiny model almost none. (A large fully connected model sits in between:
-# many weights, so a large all-reduce, and few FLOPs per weight. Such models need big
-# batches, or faster links, to scale.)
+# divide between the processes, the tiny model almost none. (A large fully connected
+# model sits in between: many weights, so a large all-reduce, and few FLOPs per
+# weight. Such models need big batches, or faster links, to scale.)
 
 # %% [markdown] hardware
 # ## The machine
