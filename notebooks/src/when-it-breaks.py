@@ -78,23 +78,26 @@ crashed = _ddl_job
 
 # %% [markdown] crash-first
 # Which replica failed *first*? Every failed replica has an exit code, but only one
-# caused the others to fail. jupyter-ddl names it in the job's message: among the
-# failed replicas, the first to end whose error does not read as a lost peer. You can
-# find it by hand too, on any cluster: `failed_first` looks at the time of each
-# replica's last output line, since the cause stopped talking first. Then read that
-# replica's own log.
+# caused the others to fail. jupyter-ddl names it as the root cause (the record and
+# `%ddl status` show it first): among the failed replicas, the first to end whose
+# error does not read as a lost peer. You can find it by hand too, on any cluster:
+# `failed_first` looks at the time of each replica's last output line, since the
+# cause stopped talking first. Then read that replica's own log.
 
 # %%
+from jupyter_ddl.failures import diagnose, outcomes
+
 cause = failed_first(crashed)
-crash = jobs.results(crashed)  # the job's state and message (and its reports: none here)
-print("failed first:", cause, replicas(crashed)[cause])
-print("the job says:", crash.message)
+root = diagnose(outcomes(jobs.get(crashed).replicas)).root  # what %ddl status shows first
+print("failed first, by the logs:", cause, replicas(crashed)[cause])
+print("root cause, by jupyter-ddl:", root.label, "-", root.summary)
 %ddl logs $crashed --replica $cause
 
 # %%
 crash_replicas = replicas(crashed)
-assert crash.state == "Failed" and crash.message.startswith("worker-1 · rank 2 failed first")
-assert cause == "worker-1" and crash_replicas["worker-1"][:2] == ("Failed", 3), crash_replicas
+assert jobs.get(crashed).state.value == "Failed"
+assert cause == root.replica == "worker-1", (cause, root)
+assert crash_replicas["worker-1"][:2] == ("Failed", 3), crash_replicas
 assert "not reached" not in " ".join(line.text for line in jobs.logs(crashed))
 
 # %% [markdown] crash-lesson
