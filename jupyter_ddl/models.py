@@ -15,15 +15,11 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+# the operators' spelling of roles and restart policies: kinds.py holds them
+from .kinds import RestartPolicy, replica_id
+
 if TYPE_CHECKING:
     from .shape import JobShape
-
-
-class RestartPolicy(str, Enum):
-    NEVER = "Never"
-    ON_FAILURE = "OnFailure"
-    EXIT_CODE = "ExitCode"
-    ALWAYS = "Always"
 
 
 class CleanPodPolicy(str, Enum):
@@ -70,9 +66,6 @@ class EventKind(str, Enum):
 
 #: restarts allowed when the user gave no backoff limit (a Kubernetes Job allows 6)
 DEFAULT_BACKOFF_LIMIT = 3
-
-# Roles use the operators' replica-type spelling (operator-contract.md §1.1, §3, §4.1).
-ROLES = ("Chief", "Master", "Worker", "PS", "Evaluator", "Launcher", "Node")
 
 
 @dataclass
@@ -259,6 +252,9 @@ class JobHandle:
     notebook: str | None = None
     code_digest: str | None = None
     cell_id: str | None = None
+    image: str | None = None  # what the replicas run (Kubernetes)
+    image_pushed: bool | None = None  # False: it was in the registry; None: no push
+    warnings: list[str] = field(default_factory=list)  # what the submit checks found
 
 
 @dataclass
@@ -285,8 +281,7 @@ class ReplicaStatus:
 
     @property
     def id(self) -> str:
-        """``worker-1``: the replica's name in logs and the UI (the operator's pod suffix)."""
-        return f"{self.role.lower()}-{self.index}"
+        return replica_id(self.role, self.index)
 
 
 @dataclass
@@ -306,6 +301,9 @@ class JobStatus:
     metrics: dict[str, float] = field(default_factory=dict)  # latest values
     cell_id: str | None = None
     backoff_limit: int | None = None  # restarts allowed across every replica together
+    image: str | None = None  # as JobHandle's three
+    image_pushed: bool | None = None
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ready(self) -> int:

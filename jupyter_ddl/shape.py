@@ -13,14 +13,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import kinds
 from .errors import ValidationError
-from .kinds import Kind
-from .models import ROLES, JobSpec, Resources
+from .kinds import ROLES, Kind, replica_id
 from .strategies import CATALOG, Strategy, get_strategy
 from .trainer import RELEASES, RuntimeLayout, shipped_layout
+
+if TYPE_CHECKING:  # models builds on this module (JobSpec.shape)
+    from .models import JobSpec, Resources
 
 #: backend_options keys the Kubernetes backend fills at submit from what the cluster
 #: runs (the dry run from config): the Trainer release, and the runtime's layout
@@ -33,9 +35,7 @@ def is_trainjob(spec: JobSpec) -> bool:
     return spec.target == kinds.TRAINJOB.name
 
 
-def rid(role: str, index: int) -> str:
-    """The replica id ``worker-1``: the operator's pod-name suffix (§1.3)."""
-    return f"{role.lower()}-{index}"
+rid = replica_id  # the name the contract and the launchers use
 
 
 @dataclass(frozen=True)

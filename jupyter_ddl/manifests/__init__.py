@@ -31,6 +31,7 @@ from .common import (
     STRATEGY_ENV,
     WORK_DIR,
     configmap_key,
+    configmap_name,
     launch_command,
     secret_name,
 )
@@ -61,15 +62,8 @@ def build_manifests(
     so nested paths come back) read-only at ``CODE_DIR``; every replica works in an
     emptyDir at ``WORK_DIR``. The spec is expected to be valid (``validation.validate``).
     """
-    job = _BUILDERS[spec.shape.kind](
-        spec,
-        image=image,
-        command=command,
-        code_digest=code_digest,
-        code_configmap=code_configmap,
-        code_paths=code_paths,
-    )
-    out = [job]
+    code = common.Code(image, command, code_digest, code_configmap, code_paths)
+    out = [_BUILDERS[spec.shape.kind](spec, code)]
     if podgroup.needs_podgroup(spec):
         out.append(podgroup.build(spec, code_digest))
     return out
@@ -96,5 +90,6 @@ __all__ = [
     "common",
     "configmap_key",
     "launch_command",
+    "configmap_name",
     "secret_name",
 ]

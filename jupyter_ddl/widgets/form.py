@@ -12,23 +12,28 @@ One job at a time: Submit is disabled from the click until the job ends (a secon
 click that was already on its way is ignored), unless "Submit another" is clicked. The
 job name is generated once per job and shown in the Name field, so a dry run shows the
 name Submit will use. A dry run's YAML lands collapsed (an accordion) in the form.
+Once no job of the form runs any more, the form gives its place in the cell to a static
+note (the jobs it started, the same choice as a flags line): a saved notebook cannot show
+a widget whose kernel is gone, and the jobs' own records sit below it.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from .. import flags
+from ..atomic import write_atomic
 from ..config import data_dir
 from ..errors import DDLError
-from ..magic_args import DistributeArgs, spec_from_args
+from ..flags import DistributeArgs, declared
+from ..magic_args import spec_from_args
 from ..models import JobSpec
 from ..strategies import CATALOG, FRAMEWORK_TITLES, FRAMEWORKS, Strategy, by_framework, get_strategy
 from ..validation import problems
-
-_ROLE_FLAGS = {"Worker": "workers", "PS": "ps", "Chief": "chief", "Evaluator": "evaluator"}
 
 Action = Callable[[DistributeArgs], None]
 DryRun = Callable[[DistributeArgs], str]
@@ -55,9 +60,7 @@ def save_choice(notebook: str | None, choice: dict[str, Any]) -> None:
         data = {}
     data[notebook or ""] = choice
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
-    tmp.replace(path)
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True).encode(), mode=0o644)
 
 
 class DistributeForm:
@@ -80,6 +83,10 @@ class DistributeForm:
         self.notebook = notebook
         self._new_name = new_name or (lambda: "")
         self.running = 0  # jobs submitted from this form that have not ended
+        self.submitted: list[tuple[str, str]] = []  # (job name, the choice as flags)
+        # called with (html, text) once no job of this form runs any more: the cell then
+        # keeps a static note instead of a widget a saved notebook cannot show
+        self.retire: Callable[[str, str], None] | None = None
         self.locked = False  # Submit waits for the running job (or "Submit another")
         self.problems: list[str] = []
         # the strategy chosen under each framework, kept across framework switches
@@ -210,20 +217,26 @@ class DistributeForm:
 
     # -- reading the choice ----------------------------------------------------------------
     def args(self) -> DistributeArgs:
-        """The choice as the flags it stands for."""
-        a = DistributeArgs(
-            strategy=self.strategy.value, replicas=self.replicas.value, gpus=self.gpus.value
-        )
-        for role, field in self.role_fields.items():
-            setattr(a, _ROLE_FLAGS[role], field.value)
-        a.cpu = self.cpu.value.strip() or None
-        a.memory = self.memory.value.strip() or None
-        a.backend = self.backend.value
-        a.name = self.name.value.strip() or self.generated or None
-        if self.backend.value == "kubernetes":
-            a.image = self.image.value.strip() or None
-            a.gang = "volcano" if self.gang.value else None
-            a.queue = self.queue.value.strip() or None
+        """The choice as the flags it stands for: each flag declared with a ``widget``
+        (flags.py) is read from the field of its name."""
+        values: dict[str, Any] = {}
+        kube = self.backend.value == "kubernetes"
+        for d in declared():
+            kind = d.meta.widget
+            if kind is None or (d.meta.kube_only and not kube):
+                continue
+            if kind == "role":
+                if d.meta.role in self.role_fields:
+                    values[d.dest] = self.role_fields[d.meta.role].value
+                continue
+            value = getattr(self, d.dest).value
+            if kind == "text":
+                value = value.strip() or None
+            elif kind == "check":
+                value = d.meta.bare if value else None
+            values[d.dest] = value
+        a = DistributeArgs(**values)
+        a.name = a.name or self.generated or None
         return a
 
     def check(self) -> list[str]:
@@ -274,6 +287,7 @@ class DistributeForm:
                 self.locked = False
                 self._sync_buttons()
                 return
+        self.submitted.append((args.name or "", flag_line(args)))
         self.name.value = ""
         self.generated = self._new_name()  # the next job's name, shown from now on
         self.name.placeholder = self.generated or "generated"
@@ -304,6 +318,25 @@ class DistributeForm:
         if self.running == 0:
             self.locked = False
             self._sync_buttons()
+            if self.retire is not None and self.submitted:
+                self.retire(*self.note())
+
+    def note(self) -> tuple[str, str]:
+        """(html, text) the form leaves in the cell once its jobs ended: which jobs it
+        started, the same choice as a flags line, how to open it again."""
+        jobs = ", ".join(name for name, _ in self.submitted)
+        line = self.submitted[-1][1]
+        text = (
+            f"%%distribute form: started {jobs}. The same choice as flags: {line}\n"
+            "Run this cell again to open the form with these choices."
+        )
+        html = (
+            "<div class='ddl-form-note'>"
+            f"<b>%%distribute form</b>: started {_esc(jobs)}.<br>"
+            f"The same choice as flags: <code>{_esc(line)}</code><br>"
+            "Run this cell again to open the form with these choices.</div>"
+        )
+        return html, text
 
     def _choice(self, a: DistributeArgs) -> dict[str, Any]:
         return {
@@ -318,6 +351,12 @@ class DistributeForm:
             "gang": self.gang.value,
             "queue": self.queue.value.strip() or None,
         }
+
+
+def flag_line(a: DistributeArgs) -> str:
+    """The ``%%distribute`` line of the form's choice (``flags.flag_line``), with
+    ``--backend local`` unsaid: the configured default is the user's to choose."""
+    return flags.flag_line(replace(a, backend=None) if a.backend == "local" else a)
 
 
 def _total_rule(s: Strategy) -> str:

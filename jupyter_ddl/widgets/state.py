@@ -81,6 +81,9 @@ class DashboardState:
         self.notebook: str | None = None
         self.cell_id: str | None = None
         self.backoff_limit: int | None = None
+        self.image: str | None = None
+        self.image_pushed: bool | None = None
+        self.warnings: list[str] = []
         self.replicas: dict[str, ReplicaView] = {}
         self.merged: deque[tuple[str, str]] = deque(maxlen=self.tail)
         self.version = 0
@@ -124,6 +127,7 @@ class DashboardState:
         self.finished_at = st.finished
         self.notebook, self.cell_id = st.notebook, st.cell_id
         self.backoff_limit = st.backoff_limit
+        self.image, self.image_pushed, self.warnings = st.image, st.image_pushed, st.warnings
         for rs in st.replicas:
             self._replica_status(rs)
 

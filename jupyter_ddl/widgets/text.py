@@ -43,6 +43,22 @@ def source_text(st: DashboardState) -> str:
     return " · ".join(p for p in parts if p)
 
 
+def image_text(st: DashboardState) -> str:
+    """``image r.io/t/ddl-nb@sha256:… (already in the registry)``, when known."""
+    if not st.image:
+        return ""
+    how = {True: " (pushed)", False: " (already in the registry, nothing uploaded)", None: ""}
+    return f"image {st.image}{how[st.image_pushed]}"
+
+
+def notes(st: DashboardState) -> list[str]:
+    """What follows the header's fields: the message, submit warnings not already in
+    it, the watch's error."""
+    message = job_message(st)
+    warned = [f"warning: {w}" for w in st.warnings if w not in (message or "")]
+    return [t for t in (message, *warned, st.error) if t]
+
+
 def job_message(st: DashboardState) -> str | None:
     """The job's message without the root-cause line it leads with (shown apart)."""
     msg = st.message
@@ -54,13 +70,8 @@ def job_message(st: DashboardState) -> str | None:
 
 def header_text(st: DashboardState, now: float | None = None) -> str:
     parts = [st.name, st.strategy or "?", st.backend or "?", st.state]
-    parts += [format_elapsed(st.elapsed(now)), restarts_text(st), source_text(st)]
-    line = " · ".join(p for p in parts if p)
-    message = job_message(st)
-    if message:
-        line += f" — {message}"
-    if st.error:
-        line += f" — {st.error}"
+    parts += [format_elapsed(st.elapsed(now)), restarts_text(st), source_text(st), image_text(st)]
+    line = " · ".join(p for p in parts if p) + "".join(f" — {t}" for t in notes(st))
     if st.detached:
         line += f" — detached (`%ddl attach {st.name}` follows it again)"
     return line
@@ -68,12 +79,12 @@ def header_text(st: DashboardState, now: float | None = None) -> str:
 
 def header_html(st: DashboardState, now: float | None = None) -> str:
     color = _STATE_COLORS.get(st.state, "#333")
-    extra = "".join(f" <span>— {escape(t)}</span>" for t in (job_message(st), st.error) if t)
+    extra = "".join(f" <span>— {escape(t)}</span>" for t in notes(st))
     if st.detached:
         extra += f" <span>— detached (<code>%ddl attach {escape(st.name)}</code> follows it again)</span>"
     more = "".join(
         f" · <span style='{MUTED}'>{escape(t)}</span>"
-        for t in (restarts_text(st), source_text(st))
+        for t in (restarts_text(st), source_text(st), image_text(st))
         if t
     )
     return (

@@ -116,7 +116,12 @@ def test_form_job_dashboard_record_and_reopen(lab, browser, artifacts, data_dir)
         assert page.locator(".ddl-record").count() == 1
         assert [j.name for j in manager.list(backend="local")] == [name]  # one job
         _no_markers(page)
-        assert not submit.is_disabled()  # the job ended: the form may submit again
+        # the job ended: the form gives its place to a static note naming the job and the
+        # same choice as flags (a saved notebook cannot show a widget)
+        note = page.locator(".ddl-form-note")
+        note.wait_for(timeout=30_000)
+        assert name in note.inner_text() and "--strategy torch-ddp" in note.inner_text()
+        assert page.locator("button.ddl-submit").count() == 0
         record.screenshot(path=str(artifacts / "cell-record-dark.png"))
 
         _menu(page, "File", "Save Notebook")
@@ -148,6 +153,8 @@ def test_form_job_dashboard_record_and_reopen(lab, browser, artifacts, data_dir)
         assert record.locator("svg.ddl-chart polyline").count() >= 2
         assert record.locator("g.ddl-chart-panel[data-log='true']").count() == 1
         _no_markers(page)
+        assert "model not found" not in page.locator(".jp-Notebook").inner_text()
+        assert page.locator(".ddl-form-note").count() == 1
         page.screenshot(path=str(artifacts / "cell-record-reopened.png"))
     finally:
         page.close()

@@ -275,7 +275,9 @@ def test_oomkilled_container_is_named_as_such(backend, double):
     cell = (
         "import os, signal\nprint('allocating', flush=True)\nos.kill(os.getpid(), signal.SIGKILL)\n"
     )
-    spec = JobSpec(name=name("oom"), strategy="torch-ddp", replicas={"Master": 1}, command=RUN_CELL,
+    # one replica: with a Worker beside it, which of two SIGKILLs lands first is chance
+    spec = JobSpec(name=name("oom"), strategy="torch-ddp", replicas={"Master": 1, "Worker": 0},
+                   command=RUN_CELL,
                    restart_policy=RestartPolicy.NEVER)  # fmt: skip
     double.scenario.oom.add(spec.name)  # the kubelet reports these SIGKILLs as OOMKilled
     backend.submit(spec, build_bundle(cell))

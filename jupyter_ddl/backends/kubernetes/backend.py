@@ -31,8 +31,9 @@ from ...models import (
     JobState,
     JobStatus,
     LogLine,
+    replica_id,
 )
-from ..base import Backend
+from ..base import Backend, LogQuery
 from . import status as S
 from .connection import SA_DIR, Connection, connect, require_client
 from .errors import from_api_exception
@@ -121,7 +122,8 @@ class KubernetesBackend(Backend):
         md = done.job["metadata"]
         self._refs[spec.name] = Ref(done.kind, md.get("namespace") or self.conn.namespace)
         return JobHandle(name=spec.name, backend=self.name, namespace=self._refs[spec.name].namespace,
-                         notebook=spec.notebook, code_digest=bundle.digest)  # fmt: skip
+                         notebook=spec.notebook, code_digest=bundle.digest, image=done.image,
+                         image_pushed=done.pushed, warnings=list(done.warnings))  # fmt: skip
 
     def get(self, name: str) -> JobStatus:
         ref, obj = self._find(name)
@@ -171,13 +173,12 @@ class KubernetesBackend(Backend):
         )
         return watcher.events()
 
-    def logs(self, name: str, *, replica: str | None = None, offset: int = 0, tail: int | None = None,
-             follow: bool = False, stop: threading.Event | None = None,
-             raw: bool = False) -> Iterator[LogLine]:  # fmt: skip
+    def read_logs(self, name: str, query: LogQuery) -> Iterator[LogLine]:
         ref, _ = self._find(name)
-        if follow:
-            return self._follow_logs(ref, name, replica, offset, tail, stop, raw)
-        return iter(self._read_logs(ref, name, replica, offset, tail, raw))
+        q = query
+        if q.follow:
+            return self._follow_logs(ref, name, q.replica, q.offset, q.tail, q.stop, q.raw)
+        return iter(self._read_logs(ref, name, q.replica, q.offset, q.tail, q.raw))
 
     def _read_logs(
         self, ref: Ref, name: str, replica: str | None, offset: int, tail: int | None,
@@ -190,7 +191,7 @@ class KubernetesBackend(Backend):
             key = ref.kind.pod_replica(pod)
             if key is None:
                 continue
-            rid = f"{key[0].lower()}-{key[1]}"
+            rid = replica_id(*key)
             if replica and rid != replica:
                 continue
             lines: builtins.list[tuple[float | None, str]] = []

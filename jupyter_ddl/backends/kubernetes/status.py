@@ -9,13 +9,11 @@ mpi-operator, §4.2 JobSet: ``Kind.pod_replica``), which container trains
 
 from __future__ import annotations
 
-import calendar
 import json
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ... import failures
+from ... import failures, timestamps
 from ...errors import DDLError
 from ...kinds import Kind
 from ...manifests import (
@@ -31,6 +29,7 @@ from .reasons import pod_waiting
 
 ANNOTATION_CANCELLED = PREFIX + "cancelled"
 ANNOTATION_WARNINGS = PREFIX + "warnings"
+ANNOTATION_IMAGE = PREFIX + "image"  # {"reference": ..., "pushed": true|false|null}
 Key = tuple[str, int]
 
 
@@ -107,14 +106,7 @@ def replica_status(kind: Kind, role: str, index: int, pod: dict[str, Any] | None
 
 def epoch(ts: str | None) -> float | None:
     """Epoch seconds of an RFC 3339 time, with its fraction when it has one."""
-    if not ts:
-        return None
-    try:
-        whole = float(calendar.timegm(time.strptime(ts[:19], "%Y-%m-%dT%H:%M:%S")))
-    except ValueError:
-        return None
-    frac = ts[19:].rstrip("Z").split("+")[0]
-    return whole + (float(frac) if frac.startswith(".") and frac[1:].isdigit() else 0.0)
+    return timestamps.parse(ts) if ts else None
 
 
 def _true(conds: list[dict[str, Any]], ctype: str) -> dict[str, Any] | None:
@@ -220,6 +212,7 @@ def job_status(
             message = found.line + (f" — {message}" if message else "")
     notes = md.get("annotations") or {}
     started, finished = times(obj, pods)
+    image = _json_notes(notes, ANNOTATION_IMAGE, dict)
     return JobStatus(
         name=md.get("name", ""),
         backend="kubernetes",
@@ -235,7 +228,19 @@ def job_status(
         code_digest=notes.get(ANNOTATION_CODE_DIGEST),
         cell_id=notes.get(ANNOTATION_CELL),
         backoff_limit=_backoff_limit(obj),
+        image=image.get("reference"),
+        image_pushed=image.get("pushed"),
+        warnings=_json_notes(notes, ANNOTATION_WARNINGS, list),
     )
+
+
+def _json_notes(notes: Mapping[str, str], key: str, kind: type) -> Any:
+    """Annotation ``key`` as JSON of type ``kind``; empty when absent or mangled."""
+    try:
+        value = json.loads(notes.get(key) or "null")
+    except ValueError:
+        value = None
+    return value if isinstance(value, kind) else kind()
 
 
 def _ranks(obj: Mapping[str, Any]) -> dict[Key, int]:
