@@ -66,6 +66,35 @@ class Unavailable:
         return {"backend": self.backend, "error": self.error, "message": self.line}
 
 
+@dataclass(frozen=True)
+class JobResults:
+    """What a job has produced so far, read in one call (``JobManager.results``): its
+    state, its one-line message (a failure's root cause first) and every ``report()``."""
+
+    name: str
+    state: str  # the JobState's value: "Succeeded", "Failed", "Running"...
+    message: str | None
+    reports: Reports  # (replica, values) for each report() line, in log order
+
+    @property
+    def latest(self) -> dict[str, dict[str, float]]:
+        """Per replica (in the order they first reported), the latest value of each key
+        it reported: a replica that reported ``loss`` often and ``checksum`` once at the
+        end has both."""
+        out: dict[str, dict[str, float]] = {}
+        for replica, values in self.reports:
+            out.setdefault(replica, {}).update(values)
+        return out
+
+    def values(self, key: str, replica: str | None = None) -> list[float]:
+        """Every reported value of ``key`` (only ``replica``'s when given), in log order."""
+        return [
+            values[key]
+            for rid, values in self.reports
+            if key in values and (replica is None or rid == replica)
+        ]
+
+
 @dataclass
 class JobList:
     """The jobs every available backend has, and the backends that could not be asked."""
@@ -244,6 +273,13 @@ class JobManager:
                 if metric is not None:
                     out.append((line.replica, metric.values))
         return out
+
+    def results(self, name: str, backend: str | None = None) -> JobResults:
+        """The job's state and message with its ``reports``. The state is read first, so
+        for a finished job the reports are complete."""
+        found = self.find(name, backend)
+        status = found.get(name)
+        return JobResults(name, status.state.value, status.message, self.reports(name, found.name))
 
     def cancel(self, name: str, backend: str | None = None) -> JobStatus:
         return self.find(name, backend).cancel(name)

@@ -19,12 +19,7 @@
 # %%
 from jupyter_ddl.manager import default_manager
 
-jobs = default_manager()
-
-
-def reports(name):
-    """State and every report(...) of a job, as (replica, values) pairs."""
-    return jobs.get(name).state.value, jobs.reports(name)
+jobs = default_manager()  # jobs.results(NAME): a job's state and its report(...) values
 
 # %% [markdown] ddp
 # ## 1. A DDP script with its own `init_process_group`
@@ -85,8 +80,8 @@ def main():
 main()
 
 # %%
-ddp_state, ddp = reports(_ddl_job)
-print(ddp_state, ddp)
+ddp = jobs.results(_ddl_job)
+ddp
 
 # %% [markdown] horovod
 # ## 2. The Horovod recipe, with mpi4py
@@ -96,11 +91,16 @@ print(ddp_state, ddp)
 # a Horovod image the same job runs `horovod.torch` unchanged
 # (`mpi-horovod.ipynb` shows its MPIJob).
 #
-# - **Scale the learning rate** by the number of processes: the global batch grew by
-#   that factor (the linear scaling rule; large factors want a warm-up too).
-# - **Broadcast** rank 0's weights so every process starts from the same point.
-# - **Checkpoint on rank 0 only**: every process holds the same weights, and several
-#   writers to one file corrupt it.
+# 1. **Initialise** (`hvd.init()`): every process learns its rank, its local rank on
+#    its machine and the number of processes.
+# 2. **Pin one GPU per process**, chosen by the local rank (skipped on a CPU).
+# 3. **Scale the learning rate** by the number of processes: the global batch grew by
+#    that factor (the linear scaling rule; large factors want a warm-up too).
+# 4. **Wrap the optimizer** (`hvd.DistributedOptimizer`): it averages the gradients
+#    over all processes before each step.
+# 5. **Broadcast** rank 0's weights so every process starts from the same point.
+# 6. **Checkpoint on rank 0 only**: every process holds the same weights, and several
+#    writers to one file corrupt it.
 
 # %%
 %%distribute --strategy horovod --workers 2 --wait
@@ -150,8 +150,8 @@ print(f"rank {hvd_rank}/{hvd_size}: lr {opt.param_groups[0]['lr']}, loss {loss.i
 report(lr=opt.param_groups[0]["lr"], loss=loss.item(), weights=weights, checkpoints=len(written))
 
 # %%
-hvd_state, hvd = reports(_ddl_job)
-print(hvd_state, hvd)
+hvd = jobs.results(_ddl_job)
+hvd
 
 # %% [markdown] horovodrun
 # `horovodrun -np 4 -H localhost:4 python train.py` (one machine, four processes) and
@@ -169,8 +169,10 @@ print(hvd_state, hvd)
 # script, the `if __name__ == "__main__":` guard does that job).
 #
 # Each replica of a job is one "node" to Ignite. On one machine (one replica) the
-# Colab line runs exactly as written. In a job of two replicas, each replica tells
-# Ignite which node it is, from the environment the operator gives it:
+# practice notebooks' own line, `idist.Parallel(backend="gloo", nproc_per_node=2)`
+# (they ran on Google Colab), runs exactly as written. In a job of two replicas,
+# each replica tells Ignite which node it is, from the environment the operator
+# gives it:
 # `nnodes=world_size, node_rank=rank` and the rendezvous address. Two replicas × two
 # spawned processes make a world of four.
 
@@ -207,8 +209,8 @@ with idist.Parallel(backend="gloo", nproc_per_node=2, nnodes=world_size, node_ra
     parallel.run(training, {"lr": 0.05})
 
 # %%
-ignite_state, ignite = reports(_ddl_job)
-print(ignite_state, ignite)
+ignite = jobs.results(_ddl_job)
+ignite
 
 # %% [markdown] ex-ignite
 # ### Try this
@@ -237,10 +239,10 @@ with idist.Parallel(backend="gloo", nproc_per_node=2) as parallel:
     parallel.run(training, {})
 
 # %% solution
-colab_state, colab_reports = reports(_ddl_job)
-print(colab_state, colab_reports)
-assert colab_state == "Succeeded" and [r for r, _ in colab_reports] == ["master-0", "master-0"]
-assert sorted(int(v["colab_rank"]) for _, v in colab_reports) == [0, 1]
+colab = jobs.results(_ddl_job)
+print(colab)
+assert colab.state == "Succeeded" and [r for r, _ in colab.reports] == ["master-0", "master-0"]
+assert sorted(int(r) for r in colab.values("colab_rank")) == [0, 1]
 
 # %% [markdown] summary
 # ## What we saw
@@ -248,19 +250,19 @@ assert sorted(int(v["colab_rank"]) for _, v in colab_reports) == [0, 1]
 # (The test suite checks these values.)
 
 # %%
-def agree(pairs, key="weights"):
-    return len({round(values[key], 6) for _, values in pairs}) == 1
+def agree(run, key="weights"):
+    return len({round(value, 6) for value in run.values(key)}) == 1
 
 
 outcome = {
-    "states": {"ddp": ddp_state, "horovod": hvd_state, "ignite": ignite_state},
-    "ddp_agree": agree(ddp) and len(ddp) == 2,
-    "horovod_lr": sorted({values["lr"] for _, values in hvd}),
-    "horovod_checkpoints": sorted(int(values["checkpoints"]) for _, values in hvd),
-    "horovod_agree": agree(hvd) and len(hvd) == 2,
-    "ignite_ranks": sorted(int(values["ignite_rank"]) for _, values in ignite),
+    "states": {"ddp": ddp.state, "horovod": hvd.state, "ignite": ignite.state},
+    "ddp_agree": agree(ddp) and len(ddp.reports) == 2,
+    "horovod_lr": sorted(set(hvd.values("lr"))),
+    "horovod_checkpoints": sorted(int(n) for n in hvd.values("checkpoints")),
+    "horovod_agree": agree(hvd) and len(hvd.reports) == 2,
+    "ignite_ranks": sorted(int(r) for r in ignite.values("ignite_rank")),
     "ignite_agree": agree(ignite),
-    "colab_ranks": sorted(int(v["colab_rank"]) for _, v in colab_reports),
+    "colab_ranks": sorted(int(r) for r in colab.values("colab_rank")),
 }
 outcome["ok"] = (
     set(outcome["states"].values()) == {"Succeeded"}

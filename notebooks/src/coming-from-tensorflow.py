@@ -17,9 +17,10 @@
 # that creates the strategy **first** (before any other TensorFlow call: its
 # collectives are configured when the program starts), builds the model inside
 # `strategy.scope()` and calls `fit`. By hand you would start it on every machine with
-# a different `TF_CONFIG` (`{"cluster": {"worker": [...]}, "task": {"type": "worker",
-# "index": 0}}` on the first, index 1 on the second); the operator, and here the local
-# backend, does that for you. The data is generated, standing in for MNIST.
+# a different `TF_CONFIG`:
+# `{"cluster": {"worker": [...]}, "task": {"type": "worker", "index": 0}}` on the
+# first, index 1 on the second. The operator, and here the local backend, does that
+# for you. The data is generated, standing in for MNIST.
 #
 # jupyter-ddl sees that the cell builds its own strategy and leaves it alone.
 
@@ -68,9 +69,8 @@ main()
 from jupyter_ddl.manager import default_manager
 
 jobs = default_manager()
-keras_job = _ddl_job
-keras = {replica: values for replica, values in jobs.reports(keras_job)}
-print(jobs.get(keras_job).state.value, keras)
+keras = jobs.results(_ddl_job)  # the job's state and each replica's report(...)
+keras
 
 # %% [markdown] script-result
 # Both workers report the same loss and `2 replicas in sync`: one model, trained by
@@ -123,8 +123,9 @@ print("objects:", [d["kind"] for d in objects])
 # %% [markdown] ex-ps
 # ### Try this
 #
-# Fairing's example deployed a ParameterServer TFJob (`chief_count=1, worker_count=2,
-# ps_count=1`). Write the `%%distribute` line for it with `--dry-run`.
+# Fairing's example deployed a ParameterServer TFJob
+# (`chief_count=1, worker_count=2, ps_count=1`). Write the `%%distribute` line for it
+# with `--dry-run`.
 # **Expected:** a TFJob whose `tfReplicaSpecs` has `Chief` with 1 replica, `Worker`
 # with 2 and `PS` with 1, every container named `tensorflow`.
 
@@ -139,10 +140,10 @@ import tensorflow as tf
 
 # %%
 outcome = {
-    "keras_state": jobs.get(keras_job).state.value,
-    "keras_workers": sorted(keras),
-    "keras_in_sync": sorted({int(v["workers"]) for v in keras.values()}),
-    "keras_losses_agree": len({round(v["loss"], 5) for v in keras.values()}) == 1,
+    "keras_state": keras.state,
+    "keras_workers": sorted(keras.latest),
+    "keras_in_sync": sorted({int(n) for n in keras.values("workers")}),
+    "keras_losses_agree": len({round(loss, 5) for loss in keras.values("loss")}) == 1,
     "fairing_kinds": [d["kind"] for d in objects],
     "bundle_files": sorted(bundle.files),
 }

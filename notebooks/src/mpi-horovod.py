@@ -25,28 +25,15 @@
 %load_ext jupyter_ddl
 
 # %% [markdown] title-2
-# A small helper for reading results back. Every rank prints its `report(...)` values
-# into its log; this collects them per replica.
+# Reading results back: every rank writes its `report(...)` values into its log,
+# and `jobs.results(NAME)` reads them with the job's state. `_ddl_job` names the job
+# the last `%%distribute` cell started; `.latest` holds each replica's latest values,
+# `.values("loss")` every reported loss in order.
 
 # %%
 from jupyter_ddl.manager import default_manager
 
 jobs = default_manager()  # the one API behind %%distribute and %ddl
-
-
-def results():
-    """State of the job the cell above ran (`_ddl_job`) and each replica's last
-    report(...) values, read back from the replicas' logs."""
-    reported = jobs.reports(_ddl_job)
-    per_replica = {}
-    for replica, values in reported:
-        per_replica.setdefault(replica, {}).update(values)
-    return {
-        "job": _ddl_job,
-        "state": jobs.get(_ddl_job).state.value,
-        "replicas": per_replica,
-        "reports": [{"replica": replica, **values} for replica, values in reported],
-    }
 
 # %% [markdown] hello
 # ## 1. Hello, ranks
@@ -74,7 +61,7 @@ if comm.Get_rank() == 0 and hostfile and os.path.exists(hostfile):
 report(mpi_rank=comm.Get_rank(), size=comm.Get_size(), allreduce=total)
 
 # %%
-hello = results()
+hello = jobs.results(_ddl_job)
 hello
 
 # %% [markdown] hello-2
@@ -130,7 +117,7 @@ print(f"rank {rank}: loss {loss.item():.5f}, checksum {checksum:.6f}")
 report(loss=loss.item(), checksum=checksum)
 
 # %%
-by_hand = results()
+by_hand = jobs.results(_ddl_job)
 by_hand
 
 # %% [markdown] mpijob
@@ -171,8 +158,8 @@ print(f"rank {comm.Get_rank()} of {comm.Get_size()}: sum = {total}")
 report(sum3=total)
 
 # %% solution
-three = results()
-assert sorted(r["sum3"] for r in three["reports"]) == [6.0, 6.0, 6.0], three
+three = jobs.results(_ddl_job)
+assert three.values("sum3") == [6.0, 6.0, 6.0], three
 
 # %% [markdown] what-we-saw
 # ## What we saw
@@ -181,12 +168,12 @@ assert sorted(r["sum3"] for r in three["reports"]) == [6.0, 6.0, 6.0], three
 
 # %%
 outcome = {
-    "states": {"hello": hello["state"], "by_hand": by_hand["state"]},
-    "ranks": sorted(int(r["mpi_rank"]) for r in hello["reports"]),
-    "allreduce": sorted({r["allreduce"] for r in hello["reports"]}),
-    "by_hand_loss": max(r["loss"] for r in by_hand["reports"]),
-    "by_hand_agree": len({round(r["checksum"], 6) for r in by_hand["reports"]}) == 1
-    and len(by_hand["reports"]) == 2,
+    "states": {"hello": hello.state, "by_hand": by_hand.state},
+    "ranks": sorted(int(r) for r in hello.values("mpi_rank")),
+    "allreduce": sorted(set(hello.values("allreduce"))),
+    "by_hand_loss": max(by_hand.values("loss")),
+    "by_hand_agree": len({round(c, 6) for c in by_hand.values("checksum")}) == 1
+    and len(by_hand.reports) == 2,
 }
 outcome["ok"] = (
     set(outcome["states"].values()) == {"Succeeded"}

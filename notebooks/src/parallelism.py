@@ -20,13 +20,8 @@ import os
 
 from jupyter_ddl.manager import default_manager
 
-jobs = default_manager()
+jobs = default_manager()  # jobs.results(NAME): a job's state and its report(...) values
 QUICK = os.environ.get("DDL_WORKSHOP_QUICK") == "1"  # CI: fewer repeats, same checks
-
-
-def reported(name):
-    """Every report(...) of a job as (replica, values) pairs."""
-    return jobs.reports(name)
 
 # %% [markdown] ring
 # ## 1. Ring-allreduce by hand
@@ -95,7 +90,7 @@ report(same=int(same), sent_ratio=sent / data.nbytes, ring_ms=min(timings["ring"
        mpi_ms=min(timings["mpi"]) * 1e3)
 
 # %%
-ring = reported(_ddl_job)
+ring = jobs.results(_ddl_job)
 ring
 
 # %% [markdown] ring-reading
@@ -137,9 +132,11 @@ for workers in (2, 4, 8, 16):
 #   "bubble", smaller with more micro-batches.
 #
 # Two processes, two stages: rank 0 holds the first layer, rank 1 the second and the
-# loss. Activations go forward with `dist.send`, their gradients come back with
-# `dist.recv`. Rank 1 also trains the same model in one piece, from the same start, on
-# the same data: the two must end with the same loss.
+# loss. Forward, rank 0 sends its activations with `dist.send` and rank 1 receives
+# them with `dist.recv`. Backward, the other way round: rank 1 sends the gradient of
+# the loss with respect to those activations, and rank 0 receives it and carries the
+# backward pass through its own layer. Rank 1 also trains the same model in one piece,
+# from the same start, on the same data: the two must end with the same loss.
 
 # %%
 %%distribute --strategy torch-ddp --replicas 2 --wait
@@ -190,7 +187,7 @@ if rank == 1:
     report(pipeline_loss=sum(losses), reference_loss=reference.item())
 
 # %%
-pipeline = dict(reported(_ddl_job))["worker-0"]
+pipeline = jobs.results(_ddl_job).latest["worker-0"]
 pipeline
 
 # %% [markdown] pipeline-reading
@@ -226,7 +223,7 @@ print(f"RANK={os.environ['RANK']} WORLD_SIZE={os.environ['WORLD_SIZE']} "
 report(elastic_rank=dist.get_rank(), world=dist.get_world_size(), total=t.item())
 
 # %%
-elastic = reported(_ddl_job)
+elastic = jobs.results(_ddl_job)
 elastic
 
 # %% [markdown] elastic-yaml
@@ -321,13 +318,13 @@ for workers in (2, 4, 8):
 
 # %%
 outcome = {
-    "ring_same": sorted({bool(v["same"]) for _, v in ring}),
-    "ring_ranks": len(ring),
-    "ring_sent_ratio": sorted({round(v["sent_ratio"], 3) for _, v in ring}),
+    "ring_same": sorted({bool(same) for same in ring.values("same")}),
+    "ring_ranks": len(ring.reports),
+    "ring_sent_ratio": sorted({round(ratio, 3) for ratio in ring.values("sent_ratio")}),
     "pipeline_matches": abs(pipeline["pipeline_loss"] - pipeline["reference_loss"]) < 1e-5,
     "pipeline_learned": pipeline["reference_loss"] < 0.5,
-    "elastic_ranks": sorted(int(v["elastic_rank"]) for _, v in elastic),
-    "elastic_total": sorted({v["total"] for _, v in elastic}),
+    "elastic_ranks": sorted(int(r) for r in elastic.values("elastic_rank")),
+    "elastic_total": sorted(set(elastic.values("total"))),
     "zero3_gib": round(zero["ZeRO stage 3"], 2),
 }
 outcome["ok"] = (

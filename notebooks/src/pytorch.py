@@ -56,28 +56,15 @@ def checksum(model):
     return sum(p.detach().double().sum().item() for p in model.parameters())
 
 # %% [markdown] shared-code-2
-# A small helper for reading results back. Every replica prints its `report(...)`
-# values into its log; this collects them per replica.
+# Reading results back: every replica writes its `report(...)` values into its log,
+# and `jobs.results(NAME)` reads them with the job's state. `_ddl_job` names the job
+# the last `%%distribute` cell started; `.latest` holds each replica's latest values,
+# `.values("loss")` every reported loss in order.
 
 # %%
 from jupyter_ddl.manager import default_manager
 
 jobs = default_manager()  # the one API behind %%distribute and %ddl
-
-
-def results():
-    """State of the job the cell above ran (`_ddl_job`) and each replica's last
-    report(...) values, read back from the replicas' logs."""
-    reported = jobs.reports(_ddl_job)
-    per_replica = {}
-    for replica, values in reported:
-        per_replica.setdefault(replica, {}).update(values)
-    return {
-        "job": _ddl_job,
-        "state": jobs.get(_ddl_job).state.value,
-        "replicas": per_replica,
-        "reports": [{"replica": replica, **values} for replica, values in reported],
-    }
 
 # %% [markdown] dataparallel
 # ## 1. DataParallel: one replica
@@ -97,7 +84,7 @@ loss = fit(model, loader)
 report(loss=loss, checksum=checksum(model))
 
 # %%
-dp = results()
+dp = jobs.results(_ddl_job)
 dp
 
 # %% [markdown] ddp
@@ -129,7 +116,7 @@ print(f"rank {rank}: {len(loader)} batches per epoch, last loss {loss:.4f}")
 report(loss=loss, checksum=checksum(model))
 
 # %%
-ddp = results()
+ddp = jobs.results(_ddl_job)
 ddp
 
 # %% [markdown] ddp-2
@@ -184,7 +171,7 @@ report(allreduce=ones.item())
 # %%
 import re
 
-torchrun = results()
+torchrun = jobs.results(_ddl_job)
 torchrun_lines = [line.text for line in jobs.logs(_ddl_job) if line.text.startswith("RANK=")]
 torchrun_ranks = sorted(int(re.match(r"RANK=(\d+)", text).group(1)) for text in torchrun_lines)
 print(*sorted(torchrun_lines), sep="\n")
@@ -224,7 +211,7 @@ with idist.Parallel(backend="gloo") as parallel:
     parallel.run(training, {})
 
 # %%
-ignite_run = results()
+ignite_run = jobs.results(_ddl_job)
 ignite_run
 
 # %% [markdown] ignite-2
@@ -257,26 +244,27 @@ print(f"without it: every rank gets all {len(data)} samples, {len(DataLoader(dat
 # %% [markdown] what-we-saw
 # ## What we saw
 #
-# A summary of the five runs (the test suite checks these values):
+# A summary of the four jobs that ran (the nccl cell was a dry run: nothing ran). The
+# test suite checks these values:
 
 # %%
 def agree(run):
-    return len({round(r["checksum"], 6) for r in run["reports"]}) == 1
+    return len({round(c, 6) for c in run.values("checksum")}) == 1
 
 
 runs = {"DataParallel": dp, "DDP": ddp, "torchrun": torchrun, "Ignite": ignite_run}
 for name, run in runs.items():
-    print(f"{name:13} {run['state']:10} {len(run['reports'])} report(s)")
+    print(f"{name:13} {run.state:10} {len(run.reports)} report(s)")
 
 outcome = {
-    "states": {name: run["state"] for name, run in runs.items()},
-    "dp_loss": dp["reports"][-1]["loss"],
-    "ddp_loss": max(r["loss"] for r in ddp["reports"]),
-    "ddp_agree": agree(ddp) and len(ddp["reports"]) == 2,
+    "states": {name: run.state for name, run in runs.items()},
+    "dp_loss": dp.values("loss")[-1],
+    "ddp_loss": max(ddp.values("loss")),
+    "ddp_agree": agree(ddp) and len(ddp.reports) == 2,
     "torchrun_ranks": torchrun_ranks,
-    "torchrun_allreduce": sorted({r["allreduce"] for r in torchrun["reports"]}),
-    "ignite_agree": agree(ignite_run) and len(ignite_run["reports"]) == 2,
-    "ignite_loss": max(r["loss"] for r in ignite_run["reports"]),
+    "torchrun_allreduce": sorted(set(torchrun.values("allreduce"))),
+    "ignite_agree": agree(ignite_run) and len(ignite_run.reports) == 2,
+    "ignite_loss": max(ignite_run.values("loss")),
 }
 outcome["ok"] = (
     all(state == "Succeeded" for state in outcome["states"].values())

@@ -48,22 +48,24 @@ print(f"replica {rank} of {world_size}: final loss {loss.item():.4f}, weights ch
 
 # %% [markdown] result
 # Each replica saw different data, so their losses differ a little, but DDP kept their
-# weights identical: the checksums agree. The job, its logs and its metrics stay
-# available after the cell ends; `%ddl list` shows every job, `%ddl logs NAME` a
-# replica's full log.
+# weights identical: the checksums agree. When the job ended, its record replaced the
+# live view above (state, the replica table, charts, each replica's last lines); it
+# stays in the saved notebook. The job, its logs and its metrics stay available too:
+# `%ddl list` shows every job, `%ddl logs NAME` what its replicas printed, and
+# `jobs.results(NAME)` below reads the job's state and its `report(...)` values.
 
 # %%
 from jupyter_ddl.manager import default_manager
 
 jobs = default_manager()  # the API behind %%distribute and %ddl
-job = jobs.get(_ddl_job)  # `_ddl_job` names the job the cell above started
-final = dict(jobs.reports(job.name))  # each replica's last report(...), from its log
-print(f"job {job.name}: {job.state.value}")
+run = jobs.results(_ddl_job)  # `_ddl_job` names the job the cell above started
+final = run.latest  # each replica's latest report(...) values, from its log
+print(f"job {run.name}: {run.state}")
 for replica, values in sorted(final.items()):
     print(f"  {replica}: loss {values['loss']:.4f}, checksum {values['checksum']:.6f}")
 
 outcome = {
-    "state": job.state.value,
+    "state": run.state,
     "replicas": len(final),
     "final_loss": max(v["loss"] for v in final.values()),
     "replicas_agree": len({round(v["checksum"], 6) for v in final.values()}) == 1,
@@ -101,6 +103,6 @@ report(loss=loss.item(), checksum=checksum)
 print(f"replica {rank} of {world_size}: loss {loss.item():.4f}, checksum {checksum:.6f}")
 
 # %% solution
-three = dict(jobs.reports(_ddl_job))
+three = jobs.results(_ddl_job).latest
 print({replica: (round(v["loss"], 4), round(v["checksum"], 6)) for replica, v in three.items()})
 assert len(three) == 3 and len({round(v["checksum"], 6) for v in three.values()}) == 1

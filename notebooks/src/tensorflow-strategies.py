@@ -1,9 +1,9 @@
 # %% [markdown] title
-# # TensorFlow: three strategies, one training function
+# # TensorFlow: four strategies, one training function
 #
 # `tf.distribute` hides the distribution behind a **strategy** object: you build and
 # compile the model inside `strategy.scope()` and Keras does the rest. This notebook
-# runs the *same* training function under three strategies and only changes the
+# runs the *same* training function under four strategies and only changes the
 # `%%distribute` line:
 #
 # | strategy | processes | how gradients move |
@@ -52,28 +52,15 @@ def train(strategy, epochs=4, steps=25):
     return history.history["loss"][-1]
 
 # %% [markdown] training-function-2
-# A small helper for reading results back. Every replica prints its `report(...)`
-# values into its log; this collects them per replica.
+# Reading results back: every replica writes its `report(...)` values into its log,
+# and `jobs.results(NAME)` reads them with the job's state. `_ddl_job` names the job
+# the last `%%distribute` cell started; `.latest` holds each replica's latest values,
+# `.values("loss")` every reported loss in order.
 
 # %%
 from jupyter_ddl.manager import default_manager
 
 jobs = default_manager()  # the one API behind %%distribute and %ddl
-
-
-def results():
-    """State of the job the cell above ran (`_ddl_job`) and each replica's last
-    report(...) values, read back from the replicas' logs."""
-    reported = jobs.reports(_ddl_job)
-    per_replica = {}
-    for replica, values in reported:
-        per_replica.setdefault(replica, {}).update(values)
-    return {
-        "job": _ddl_job,
-        "state": jobs.get(_ddl_job).state.value,
-        "replicas": per_replica,
-        "reports": [{"replica": replica, **values} for replica, values in reported],
-    }
 
 # %% [markdown] mirrored
 # ## 1. MirroredStrategy: one process
@@ -95,7 +82,7 @@ loss = train(strategy)
 report(loss=loss, replicas=strategy.num_replicas_in_sync)
 
 # %%
-mirrored = results()
+mirrored = jobs.results(_ddl_job)
 mirrored
 
 # %% [markdown] central-storage
@@ -118,7 +105,7 @@ loss = train(strategy)
 report(loss=loss, replicas=strategy.num_replicas_in_sync)
 
 # %%
-central = results()
+central = jobs.results(_ddl_job)
 central
 
 # %% [markdown] multi-worker
@@ -138,7 +125,7 @@ loss = train(strategy)
 report(loss=loss, replicas=strategy.num_replicas_in_sync)
 
 # %%
-multi_worker = results()
+multi_worker = jobs.results(_ddl_job)
 multi_worker
 
 # %% [markdown] multi-worker-2
@@ -164,7 +151,7 @@ loss = train(strategy)
 report(loss=loss, replicas=strategy.num_replicas_in_sync)
 
 # %%
-parameter_server = results()
+parameter_server = jobs.results(_ddl_job)
 parameter_server
 
 # %% [markdown] multi-worker-3
@@ -173,7 +160,7 @@ parameter_server
 # magic):
 
 # %%
-ps_job = parameter_server["job"]
+ps_job = parameter_server.name
 %ddl logs $ps_job --replica ps-0
 
 # %% [markdown] tf-config
@@ -201,8 +188,8 @@ print(f"I am {task['type']} {task['index']}; cluster: {config['cluster']}")
 report(role_index=task["index"], roles=len(config["cluster"]))
 
 # %%
-tf_config = results()
-sorted(tf_config["replicas"])
+tf_config = jobs.results(_ddl_job)
+sorted(tf_config.latest)
 
 # %% [markdown] tf-config-2
 # On a cluster the addresses are the DNS names of the pods' services instead. This is
@@ -230,16 +217,16 @@ for role, index in replica_ids(spec):
 runs = {"mirrored": mirrored, "central-storage": central, "multi-worker": multi_worker,
         "parameter-server": parameter_server}
 for name, run in runs.items():
-    losses = ", ".join(f"{r}: {v['loss']:.3f}" for r, v in sorted(run["replicas"].items()))
-    print(f"{name:17} {run['state']:10} final loss {losses}")
+    losses = ", ".join(f"{r}: {v['loss']:.3f}" for r, v in sorted(run.latest.items()))
+    print(f"{name:17} {run.state:10} final loss {losses}")
 
 outcome = {
-    "states": {name: run["state"] for name, run in runs.items()},
-    "final_loss": {name: max(v["loss"] for v in run["replicas"].values()) for name, run in runs.items()},
-    "workers_agree": len({round(v["loss"], 5) for v in multi_worker["replicas"].values()}) == 1,
-    "multi_worker_replicas": sorted(multi_worker["replicas"]),
-    "tf_config_replicas": sorted(tf_config["replicas"]),
-    "in_sync": {name: int(max(v["replicas"] for v in run["replicas"].values())) for name, run in runs.items()},
+    "states": {name: run.state for name, run in runs.items()},
+    "final_loss": {name: max(run.values("loss")) for name, run in runs.items()},
+    "workers_agree": len({round(loss, 5) for loss in multi_worker.values("loss")}) == 1,
+    "multi_worker_replicas": sorted(multi_worker.latest),
+    "tf_config_replicas": sorted(tf_config.latest),
+    "in_sync": {name: int(max(run.values("replicas"))) for name, run in runs.items()},
 }
 outcome["ok"] = (
     all(state == "Succeeded" for state in outcome["states"].values())

@@ -7,8 +7,9 @@
 # purpose and shows where to look. Each step says what you should see; the cells after
 # it check that the failure happened as described.
 #
-# Cells marked as failing on purpose show the job's one-line error; the notebook goes
-# on after them (they carry the `raises-exception` tag).
+# Cells marked as failing on purpose show the job's record (its state, the root cause,
+# the replica table and each replica's last lines), then the job's one-line error; the
+# notebook goes on after them (they carry the `raises-exception` tag).
 
 # %%
 %load_ext jupyter_ddl
@@ -44,10 +45,11 @@ def failed_first(name):
 # all-reduce; ranks 0 and 1 are already in it. `--restart-policy Never` keeps the
 # crash from being retried, so we see it at once.
 #
-# **What you should see:** the cell fails with one line, `job ... failed: worker-1 ·
-# rank 2 failed first: exit code 3; then ...`. It names the replica that failed first
-# and its rank; the replicas after "then" only *noticed* the crash (their error says
-# "Connection closed by peer").
+# **What you should see:** the cell fails with one line,
+# `job ... failed: worker-1 · rank 2 failed first: exit code 3 (last lines: ...); then ...`.
+# It names the replica that failed first, its rank and its last lines; the replicas
+# after "then" only *noticed* the crash (their error says "Connection closed by peer").
+# Above that line, the job's record shows the same root cause with the replica table.
 
 # %% raises
 %%distribute --strategy torch-ddp --replicas 3 --restart-policy Never --wait
@@ -65,8 +67,10 @@ dist.all_reduce(total)  # ranks 0 and 1 wait here for rank 2
 print("not reached", flush=True)
 
 # %% [markdown] crash-who
-# `%ddl status` lists every replica with its state, restarts and exit code; the
-# job's one-line message comes first.
+# `%ddl status` prints what the record shows: a header (job, strategy, backend, state,
+# time, restarts against the backoff limit), the root cause with its last lines and
+# the replicas that failed after it ("then:"), and the replica table: each replica
+# with its rank, state, restarts, exit code, latest metric and resources.
 
 # %%
 crashed = _ddl_job
@@ -74,24 +78,34 @@ crashed = _ddl_job
 
 # %% [markdown] crash-first
 # Which replica failed *first*? Every failed replica has an exit code, but only one
-# caused the others to fail. `failed_first` looks at the time of each replica's last
-# output line: the cause stopped talking first. Then read that replica's own log.
+# caused the others to fail. jupyter-ddl names it as the root cause (the record and
+# `%ddl status` show it first): among the failed replicas, the first to end whose
+# error does not read as a lost peer. You can find it by hand too, on any cluster:
+# `failed_first` looks at the time of each replica's last output line, since the
+# cause stopped talking first. Then read that replica's own log.
 
 # %%
+from jupyter_ddl.failures import diagnose, outcomes
+
 cause = failed_first(crashed)
-print("failed first:", cause, replicas(crashed)[cause])
+root = diagnose(outcomes(jobs.get(crashed).replicas)).root  # what %ddl status shows first
+print("failed first, by the logs:", cause, replicas(crashed)[cause])
+print("root cause, by jupyter-ddl:", root.label, "-", root.summary)
 %ddl logs $crashed --replica $cause
 
 # %%
 crash_replicas = replicas(crashed)
 assert jobs.get(crashed).state.value == "Failed"
-assert cause == "worker-1" and crash_replicas["worker-1"][:2] == ("Failed", 3), crash_replicas
+assert cause == root.replica == "worker-1", (cause, root)
+assert crash_replicas["worker-1"][:2] == ("Failed", 3), crash_replicas
 assert "not reached" not in " ".join(line.text for line in jobs.logs(crashed))
 
 # %% [markdown] crash-lesson
-# Rank 2 is `worker-1` (the Master is rank 0, `worker-0` rank 1). The other replicas
-# failed with gloo's "Connection closed by peer": a symptom, not the cause. On a
-# cluster it is the same: `kubectl logs` of the pod whose container ended first.
+# The replica table names each replica with its rank: rank 2 is `worker-1` (the Master
+# is rank 0, `worker-0` rank 1). The other replicas failed with gloo's "Connection
+# closed by peer": a symptom, not the cause, so the root cause lists them as its
+# consequences. On a cluster it is the same: `kubectl logs` of the pod whose
+# container ended first.
 #
 # ## 2. One rank hangs
 #
@@ -119,8 +133,12 @@ print(f"rank {rank}: entering all_reduce", flush=True)
 dist.all_reduce(torch.ones(1))
 
 # %% [markdown] hang-find
-# Both replicas are `Running`. Which one is stuck? The one whose log stops *before*
-# the collective: a progress line before each collective makes that easy to see.
+# Both replicas are `Running`, and both use no CPU: waiting in a collective looks the
+# same as being stuck. Which one is stuck? The one whose log stops *before* the
+# collective: a progress line before each collective makes that easy to see. Once
+# every replica has printed nothing and used no CPU for `stall_seconds` (60 s by
+# default), the local backend's status says so too (`stalled: ... silent for 60 s`);
+# the job stays `Running`.
 
 # %%
 hung = _ddl_job
@@ -142,7 +160,9 @@ assert stuck == ["worker-0"]
 # ## 3. Cancel
 #
 # `%ddl cancel` stops every process of the job (on a cluster: deletes its pods). The
-# job ends `Cancelled`, its replicas `Terminated`; the logs stay.
+# job ends `Cancelled`, its replicas `Terminated`; the logs stay. Each replica's log
+# marks where the cancel began; what follows (a peer's "Connection closed by peer"
+# while it is being stopped, say) is shown as teardown, not as a failure.
 
 # %%
 %ddl cancel $hung
@@ -161,11 +181,13 @@ assert all(state == "Terminated" for state, _, _ in replicas(hung).values())
 # `OOMKilled`). The local backend does **not** enforce `--memory` (it only records
 # it), so this cell sets a limit on itself with `resource.setrlimit` (Linux): the
 # process may grow 256 MiB past what it already uses, then asks for 1 GiB. Here the
-# allocation fails with an error (exit code 1) instead of a kill; the lesson is the
-# same: the replica's own log names the memory, the job only says it failed.
+# allocation fails with an error (exit code 1) instead of a kill, and the replica's
+# own traceback names the memory. On a cluster a killed container prints nothing;
+# there the root cause reads `exit code 137 (OOMKilled: ...)`, from the pod's status.
 #
-# **What you should see:** the cell fails with one line; the log of `master-0` ends
-# with "can't allocate memory".
+# **What you should see:** the cell fails with one line that names `master-0` and
+# quotes its error (`RuntimeError: ... can't allocate memory ...`); the record above
+# it shows the traceback, and the log of `master-0` ends with it.
 
 # %% raises
 %%distribute --strategy torch-dp --memory 512Mi --restart-policy Never --wait
@@ -205,7 +227,8 @@ assert any("can't allocate memory" in text for text in oom_tail)
 # A restart helps a *passing* failure. This replica fails on its first run only (a
 # marker file stands for "the data server was not up yet"):
 #
-# **What you should see:** the job succeeds; `master-0` shows 1 restart.
+# **What you should see:** the job succeeds; `master-0` shows 1 restart, and the
+# header says `restarts 1 of 3 (backoff limit)`.
 
 # %%
 %%distribute --strategy torch-dp --restart-policy OnFailure --backoff-limit 3 --wait
@@ -230,9 +253,11 @@ assert jobs.get(passing).state.value == "Succeeded" and replicas(passing)["maste
 # A failure that does not pass uses up the backoff limit, then fails the job.
 # `--backoff-limit 1`: one restart, then `Failed`.
 #
-# **What you should see:** the cell fails with one line; `master-0` shows 1 restart
-# and exit code 2; its log has jupyter-ddl's own notes (the `[ddl]` lines) on each
-# restart.
+# **What you should see:** the cell fails with one line; the header says
+# `restarts 1 of 1 (backoff limit)`, and `master-0` shows 1 restart and exit code 2.
+# Its log has jupyter-ddl's own note on each end, first
+# `master-0 ended with exit code 2; restart 1 (restartPolicy OnFailure)`, then
+# `master-0 ended with exit code 2; backoff limit 1 reached`.
 
 # %% raises
 %%distribute --strategy torch-dp --restart-policy OnFailure --backoff-limit 1 --wait
@@ -253,7 +278,9 @@ assert replicas(exhausted)["master-0"] == ("Failed", 2, 1)
 #
 # A job does not belong to the kernel that started it: a supervisor process runs it,
 # so it goes on when the kernel restarts or the browser closes. A new kernel finds it
-# again (`%ddl list`) and `%ddl attach NAME` brings back its live view.
+# again (`%ddl list`) and `%ddl attach NAME` brings back its live view. A live view
+# whose kernel restarted says "disconnected"; a job that ended left its record in the
+# cell instead, which needs no kernel and is kept in the saved notebook.
 #
 # Here a job runs in the background (no `--wait`); then a *new* `JobManager`, as a
 # restarted kernel would make, finds it running.

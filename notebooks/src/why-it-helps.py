@@ -25,8 +25,8 @@
 # 1. computes forward and backward on `B / N` samples: the work **divides by N**;
 # 2. all-reduces its gradients: every process ends with the sum of all of them. The
 #    volume does **not** divide: with a ring all-reduce each process sends and receives
-#    about `2 (N - 1) / N` times the gradients' size (see the MPI notebook for a ring
-#    written by hand), and waits for the slowest process.
+#    about `2 (N - 1) / N` times the gradients' size (the parallelism notebook writes a
+#    ring by hand), and waits for the slowest process.
 #
 # So a step takes roughly `compute / N + communication(N)`. Distribution pays off when
 # the compute of a step is large compared with moving the gradients once: big models
@@ -77,11 +77,12 @@ for name in ("cnn", "tiny"):
           f"{flops:>12,} FLOPs per sample, {flops / weights:6.0f} per weight")
 
 # %% [markdown] cost-reading
-# The network computes thousands of FLOPs per weight and sample, the tiny model six:
-# for the same bytes to all-reduce, one has a lot of work to divide between the
-# processes and the other almost none. (A large fully connected model sits in between:
-# many weights, so a large all-reduce, and few FLOPs per weight. Such models need big
-# batches, or faster links, to scale.)
+# The network computes thousands of FLOPs per weight and sample, the tiny model six.
+# Each weight is one gradient value (4 bytes) to all-reduce, so this is the work each
+# byte of the all-reduce pays for: per byte sent, the network has a lot of work to
+# divide between the processes, the tiny model almost none. (A large fully connected
+# model sits in between: many weights, so a large all-reduce, and few FLOPs per
+# weight. Such models need big batches, or faster links, to scale.)
 
 # %% [markdown] hardware
 # ## The machine
@@ -189,10 +190,10 @@ measure(channels, global_batch, steps, windows, sizes)
 from jupyter_ddl.manager import default_manager
 
 jobs = default_manager()
-state = jobs.get(_ddl_job).state.value
-reported = [values for replica, values in jobs.reports(_ddl_job) if replica == "master-0"]
+sweep = jobs.results(_ddl_job)  # the job's state and every report(...), in order
+state = sweep.state
 rates = {}  # (model, processes) -> samples/s of each window
-for values in reported:
+for replica, values in sweep.reports:  # only rank 0 (master-0) reports
     for name in ("cnn", "tiny"):
         if f"{name}_samples_per_s" in values:
             rates.setdefault((name, int(values["processes"])), []).append(values[f"{name}_samples_per_s"])

@@ -56,7 +56,7 @@ def test_every_notebook_has_a_source_and_the_guide_schedules_it():
         "## Exercises", "## What the source material covers", "## Installing from Korea",
     ):  # fmt: skip
         assert heading in guide
-    assert "PLACEHOLDER (lead)" in guide  # the pip-only setup line the lead fills in
+    assert "scripts/learner-setup" in guide  # the pip-only learner setup
 
 
 def test_every_language_has_every_notebook_and_guide():
@@ -67,6 +67,8 @@ def test_every_language_has_every_notebook_and_guide():
             assert notebook_path(name, lang).exists(), f"{lang}/{name}.ipynb"
         guide = (NOTEBOOKS / f"WORKSHOP.{lang}.md").read_text()
         assert f"({lang}/why-it-helps.ipynb)" in guide  # links point at that language's copy
+    for path in [*NOTEBOOKS.glob("WORKSHOP*.md"), *NOTEBOOKS.glob("**/*.ipynb")]:
+        assert "PLACEHOLDER" not in path.read_text(encoding="utf-8"), path
     assert (NOTEBOOKS / "GLOSSARY.md").exists()
 
 
