@@ -201,9 +201,7 @@ class Supervisor:
             self._mirror_mpi_workers()
             outcome = policy.job_outcome(self.kind, self._states())
             if outcome is not None:
-                return self.finish(
-                    outcome, self._failure_message() if outcome == JobState.FAILED else None
-                )
+                return self.finish(outcome, None)  # a failure's message: after the settle
             self.status.state = (
                 JobState.RESTARTING
                 if any(r.state == ReplicaState.RESTARTING for r in self.replicas)
@@ -319,6 +317,9 @@ class Supervisor:
             self._let_end(SUCCESS_GRACE, servers)  # servers are stopped at once
         elif state == JobState.FAILED:
             self._let_end(FAILURE_SETTLE, set())
+            # composed now: the replica that crashed first often exits after the peers
+            # it took down, and its own exit is what names the root cause
+            message = message or self._failure_message()
         if state == JobState.CANCELLED:  # before any stop: peers' errors after it are teardown
             for r in self.replicas:
                 r.note(failures.CANCEL_MARKER)
