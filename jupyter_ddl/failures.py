@@ -260,7 +260,9 @@ def failure_of(r: ReplicaOutcome) -> Failure:
     return Failure(r.id, r.label, r.rank, summary, tail, symptom(tail), exc, r.ended)
 
 
-def _short(text: str, limit: int = 160) -> str:
+def _short(text: str, limit: int = 240) -> str:
+    # long enough for the errors that put their cause last (torch's DistNetworkError ends
+    # with "name: EADDRINUSE, message: address already in use")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
