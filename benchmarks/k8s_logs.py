@@ -200,7 +200,8 @@ def submit_latency(
 ) -> tuple[list[float], list[float]]:
     """(ours, baseline) seconds for ``repeats`` submits of a 1-replica job."""
     from jupyter_ddl.bundle import build_bundle
-    from jupyter_ddl.manifests import RESOURCES, build_manifests
+    from jupyter_ddl.kinds import PYTORCHJOB
+    from jupyter_ddl.manifests import build_manifests
     from jupyter_ddl.models import JobSpec
 
     co = backend.conn.client("CustomObjectsApi")
@@ -214,10 +215,9 @@ def submit_latency(
         mine.append(time.perf_counter() - t0)
         job = build_manifests(spec, image=image or "img", command=["python", "x.py"])[0]
         job["metadata"]["name"] = spec.name + "-b"
-        _, plural = RESOURCES["PyTorchJob"]
         t0 = time.perf_counter()
         co.create_namespaced_custom_object(
-            "kubeflow.org", "v1", backend.conn.namespace, plural, job
+            PYTORCHJOB.group, PYTORCHJOB.version, backend.conn.namespace, PYTORCHJOB.plural, job
         )
         base.append(time.perf_counter() - t0)
     return mine, base

@@ -164,7 +164,7 @@ def ours(backend: Any, name: str, timeout: float, tally: Tally) -> None:
 
 def per_pod_threads(conn: Any, name: str, pods: int, timeout: float, tally: Tally) -> None:
     """The baseline: a pod watch, and one blocking follower thread per started pod."""
-    from jupyter_ddl.backends.kubernetes import status as S
+    from jupyter_ddl.kinds import PYTORCHJOB
 
     core, ns = conn.client("CoreV1Api"), conn.namespace
     followed: dict[str, threading.Thread] = {}
@@ -182,7 +182,7 @@ def per_pod_threads(conn: Any, name: str, pods: int, timeout: float, tally: Tall
         finally:
             resp.release_conn()
 
-    selector = S.pod_selector("PyTorchJob", name)
+    selector = PYTORCHJOB.pod_selector(name)
     while len(followed) < pods and time.monotonic() < deadline:
         resp = core.list_namespaced_pod(ns, label_selector=selector, watch=True,
                                         timeout_seconds=5, _preload_content=False)  # fmt: skip
