@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from jupyter_ddl.backends.local import LocalBackend
-from jupyter_ddl.models import JobState, ReplicaState
+from jupyter_ddl.models import JobState, ReplicaState, RestartPolicy
 from tests.local.conftest import lines, ready_spare, submit, wait, wait_line
 from tests.local.test_faults import (
     SPAWNER,
@@ -34,7 +34,8 @@ DDP = {"Master": 1, "Worker": 1}
 def warm_job(backend: LocalBackend, data_dir, code: str) -> str:
     require.module("torch")
     spare = ready_spare(data_dir)
-    name = submit(backend, code, "torch-ddp", DDP)
+    # Never: a PyTorchJob restarts a failed replica by default (OnFailure)
+    name = submit(backend, code, "torch-ddp", DDP, restart_policy=RestartPolicy.NEVER)
     record = json.loads((backend.job_dir(name) / "supervisor.json").read_text())
     assert record["pid"] == spare  # the spare is its supervisor
     return name
