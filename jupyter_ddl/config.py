@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from .atomic import write_atomic
 from .errors import ValidationError
 from .names import is_dns1123_label, is_env_name
 
@@ -294,9 +295,4 @@ def save_config(cfg: Config) -> None:
     """Write the file, readable by its owner only (it may name registries and clusters)."""
     path = config_path()
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(json.dumps(cfg.to_dict(), indent=2, sort_keys=True))
-    os.chmod(tmp, 0o600)  # an older file of ours may have had another mode
-    tmp.replace(path)
+    write_atomic(path, json.dumps(cfg.to_dict(), indent=2, sort_keys=True).encode())

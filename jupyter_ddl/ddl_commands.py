@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 from .config import Config, save_config
 from .errors import ValidationError
 from .magic_args import check_repeats
-from .models import EventKind, JobEvent, JobState, JobStatus
+from .models import JobState, JobStatus
 from .strategies import FRAMEWORKS, by_framework
 from .widgets.state import DashboardState
-from .widgets.text import header_text, table_text
+from .widgets.text import diagnosis_of, header_text, root_cause_text, table_text
 
 if TYPE_CHECKING:
     from .magics import DDLMagics
@@ -79,9 +79,11 @@ def _named(
 
 
 def status_text(status: JobStatus) -> str:
-    state = DashboardState(status.name)
-    state.apply(JobEvent(EventKind.STATUS, status.name, status=status))
-    return header_text(state) + "\n" + table_text(state)
+    """What the dashboard shows, as text: header (state, restarts against the backoff
+    limit, notebook and cell), the root cause of a failure, the replica table."""
+    state = DashboardState.of_status(status)
+    parts = [header_text(state), root_cause_text(diagnosis_of(state)), table_text(state)]
+    return "\n".join(p for p in parts if p)
 
 
 def _list(magics: DDLMagics, rest: list[str]) -> None:
@@ -95,17 +97,25 @@ def _print_jobs(jobs: list[JobStatus]) -> None:
     if not jobs:
         print("no jobs yet; `%%distribute --strategy NAME` starts one")
         return
-    rows = [("name", "backend", "strategy", "state", "ready", "age")]
+    rows = [("name", "backend", "strategy", "state", "ready", "age", "from")]
     now = time.time()
     for j in jobs:
         age = f"{(now - j.created) / 60:.0f} min" if j.created else ""
         state = j.state.value
         if j.message and j.message.startswith("unreadable: "):  # which file, not a guess
             state = j.message.split(" (", 1)[0].split(";", 1)[0]
-        rows.append((j.name, j.backend, j.strategy, state, f"{j.ready}/{len(j.replicas)}", age))
+        ready = f"{j.ready}/{len(j.replicas)}"
+        rows.append((j.name, j.backend, j.strategy, state, ready, age, _origin(j)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+
+
+def _origin(job: JobStatus) -> str:
+    """``train.ipynb · cell 3f2a9c1d``: the notebook and cell a job came from."""
+    parts = [job.notebook.rsplit("/", 1)[-1] if job.notebook else ""]
+    parts.append(f"cell {job.cell_id[:8]}" if job.cell_id else "")
+    return " · ".join(p for p in parts if p)
 
 
 def _status(magics: DDLMagics, rest: list[str]) -> None:
@@ -170,11 +180,10 @@ def _wait(magics: DDLMagics, rest: list[str]) -> None:
     status = magics.manager.wait(a.name, timeout=a.timeout)
     print(status_text(status))
     if status.state == JobState.FAILED:
-        from .magics import JobFailed
+        from .magics import JobFailed, failed_line
 
-        raise JobFailed(
-            f"job {a.name} failed: {status.message or 'a replica failed'}; `%ddl logs {a.name}` shows every line"
-        )
+        root = diagnosis_of(DashboardState.of_status(status))
+        raise JobFailed(failed_line(a.name, status.message, root.root if root else None))
 
 
 def _strategies(magics: DDLMagics, rest: list[str]) -> None:

@@ -14,31 +14,36 @@ import dataclasses
 import yaml
 
 from .config import Config
+from .image.plan import ImagePlan, plan_image
 from .kinds import TrainJobKind
-from .manifests import CODE_DIR, WORK_DIR, build_manifests, common, secret_name
+from .manifests import CODE_DIR, WORK_DIR, build_manifests, common, configmap_name, secret_name
 from .models import CodeBundle, JobSpec
 from .shape import TRAINER_RELEASE_OPTION, JobShape, is_trainjob
-from .strategies import get_strategy
 from .trainer import release_named
-
-PENDING_TAG = "pending"  # the real tag needs the base image's digest (image/builder.py)
 
 
 def render_yaml(
-    spec: JobSpec, bundle: CodeBundle | None = None, *, config: Config | None = None
+    spec: JobSpec,
+    bundle: CodeBundle | None = None,
+    *,
+    config: Config | None = None,
+    image: ImagePlan | None = None,
 ) -> str:
     """YAML documents for ``spec`` (job first, then a PodGroup if any), with a header.
 
     ``bundle`` gives the code digest and file list; ``config`` the registry and base
-    images (defaults when omitted). The spec should be valid (``validation.validate``).
+    images (defaults when omitted); ``image`` the plan a submit would follow (made from
+    them when omitted: the caller knows the notebook pod's image). The spec should be
+    valid (``validation.validate``).
     """
     config = config or Config()
     spec = for_trainer_release(spec, config.trainer_release)
-    image, shipping, configmap = _image_choice(spec, bundle, config)
+    plan = image or plan_image(spec, bundle, config)
+    image_ref, shipping, configmap = _shipping(spec, plan, config)
     entry = bundle.entrypoint if bundle else "main.py"
     objects = build_manifests(
         spec,
-        image=image,
+        image=image_ref,
         command=["python", f"{CODE_DIR}/{entry}"],
         code_digest=bundle.digest if bundle else None,
         code_configmap=configmap,
@@ -57,21 +62,20 @@ def for_trainer_release(spec: JobSpec, release: str | None) -> JobSpec:
     return dataclasses.replace(spec, backend_options=options)
 
 
-def _image_choice(
-    spec: JobSpec, bundle: CodeBundle | None, config: Config
-) -> tuple[str, str, str | None]:
-    framework = get_strategy(spec.strategy).framework
-    base = spec.image or config.base_images.get(framework, "python:3.11")
-    configmap = f"{spec.name}-code"
+def _shipping(spec: JobSpec, plan: ImagePlan, config: Config) -> tuple[str, str, str | None]:
+    """(image the manifests name, how the code travels, ConfigMap name or None)."""
+    configmap = configmap_name(spec.name)
     mounted = f"ConfigMap {configmap}, mounted read-only at {CODE_DIR}"
-    if config.registry:
-        short = bundle.short_digest if bundle else "nocode"
-        image = f"{config.registry.rstrip('/')}/jupyter-ddl:code-{short}-{PENDING_TAG}"
-        how = f"code appended as an image layer on {base}, pushed to {config.registry} (tag fixed at push)"
+    if plan.in_image:
+        how = f"code appended as an image layer on {plan.base}, pushed to {plan.repository} (tag fixed at push)"
         if common.needs_code_configmap(spec, in_image=True):
-            return image, f"{how}; also in {mounted} for the runtime's other pods", configmap
-        return image, how, None
-    return base, f"code in {mounted}", configmap
+            return (
+                plan.reference,
+                f"{how}; also in {mounted} for the runtime's other pods",
+                configmap,
+            )
+        return plan.reference, how, None
+    return plan.base, f"code in {mounted}", configmap
 
 
 def _header(spec: JobSpec, shipping: str, bundle: CodeBundle | None) -> str:

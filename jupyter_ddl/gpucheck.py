@@ -4,7 +4,8 @@ Runs real jobs on the local backend and prints a PASS/FAIL table (exit status 1 
 FAIL): one replica of one GPU trains on ``cuda:0`` over NCCL for torch-ddp, ignite and
 deepspeed, with no "Guessing device ID" warning in any log; a cell with its own
 ``init_process_group`` still runs; one replica more than there are GPUs is refused in
-one line; ``torch-dp`` sees every GPU of its replica. Needs only this package, its
+one line; ``torch-dp`` sees every GPU of its replica; a running job's resources show
+its GPU's utilisation and memory (NVML or ``nvidia-smi``). Needs only this package, its
 pure-Python dependencies and a CUDA torch (``scripts/gpu-check`` runs it from a
 checkout; on a machine without a package index, ``pip install --no-deps --target DIR``
 the wheels and set ``PYTHONPATH=DIR``).
@@ -63,6 +64,17 @@ out = net(torch.randn(64, 8).cuda())
 print(f"GPUCHECK dp visible={os.environ.get('CUDA_VISIBLE_DEVICES')} "
       f"count={torch.cuda.device_count()} used={len(net.device_ids)} out={tuple(out.shape)}",
       flush=True)
+"""
+
+BUSY = """
+import time, torch
+x = torch.randn(4096, 4096, device=device)
+print(f"GPUCHECK busy on {device}", flush=True)
+end = time.time() + 60
+while time.time() < end:
+    x = x @ x
+    x = x / x.norm()
+torch.cuda.synchronize()
 """
 
 Row = tuple[str, str, str]  # check, PASS | FAIL | SKIP, detail
@@ -140,6 +152,33 @@ class Checker:
             return f"{flags}: {text}"
         raise _Fail(f"{flags} was accepted on a machine with {n} GPU(s)")
 
+    def gpu_resources(self) -> str:
+        """A job that keeps its GPU busy: its status's resources (what `%ddl status`, the
+        dashboard and the REST replica JSON show) carry the GPU's utilisation and memory."""
+        from .bundle import build_bundle
+        from .magic_args import parse_line, spec_from_args
+        from .widgets.state import format_resources
+
+        name = f"gpucheck-{os.urandom(3).hex()}"
+        flags = "--strategy torch-ddp --replicas 1 --gpus 1 --backoff-limit 0"
+        self.backend.submit(
+            spec_from_args(parse_line(flags), name=name, backend="local"), build_bundle(BUSY)
+        )
+        deadline = time.monotonic() + self.timeout
+        try:
+            while time.monotonic() < deadline:
+                status = self.backend.get(name)
+                for r in status.replicas:
+                    used = r.resources
+                    if "gpu_util_percent" in used and used.get("gpu_memory_mb"):
+                        return f"{r.id}: {format_resources(used)}"
+                if status.state.finished:
+                    raise _Fail(f"job {status.state.value} before its GPU showed: {status.message}")
+                time.sleep(1.0)
+            raise _Fail("the running job's resources never showed GPU utilisation and memory")
+        finally:
+            self.backend.cancel(name)
+
     def dp_sees_all(self) -> str:
         n = len(self.gpus)
         state, lines = self.job(f"--strategy torch-dp --gpus {n}", DP)
@@ -194,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         checker.run("own init_process_group", checker.own_init)
         checker.run("one replica too many", checker.refused)
         checker.run("torch-dp sees every GPU", checker.dp_sees_all)
+        checker.run("resources show the GPU's utilisation and memory", checker.gpu_resources)
     print(table(checker.rows))
     if args.keep:
         print(f"job directories: {data}")

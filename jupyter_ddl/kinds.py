@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .errors import ValidationError
-from .models import ROLES, RestartPolicy
+from .models import ROLES, RestartPolicy, replica_id
 from .trainer import NEWEST, RELEASES, Release, release_named
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ class Kind(ABC):
     def derived_names(self, job: str, counts: Mapping[str, int]) -> list[str]:
         """The DNS labels the operator builds from ``job`` (pods, Services, hostnames),
         each of which must fit 63 characters (§1.3, §3.2, §4.2)."""
-        return [f"{job}-{role.lower()}-{n - 1}" for role, n in counts.items() if n > 0]
+        return [f"{job}-{replica_id(role, n - 1)}" for role, n in counts.items() if n > 0]
 
     def event_objects(self, job: str) -> set[str]:
         """Names of the objects (besides pods) whose Warning events concern the job."""
@@ -146,7 +146,7 @@ class TFJobKind(Kind):
 
     def address(self, job: str, namespace: str, role: str, index: int) -> tuple[str, int]:
         # a per-replica Service, namespace-qualified in TF_CONFIG (§2.1)
-        return f"{job}-{role.lower()}-{index}.{namespace}.svc", TF_PORT
+        return f"{job}-{replica_id(role, index)}.{namespace}.svc", TF_PORT
 
     def default_restart(self, role: str) -> RestartPolicy:
         return RestartPolicy.NEVER
@@ -167,7 +167,7 @@ class PyTorchJobKind(Kind):
         return "pytorch"
 
     def address(self, job: str, namespace: str, role: str, index: int) -> tuple[str, int]:
-        return f"{job}-{role.lower()}-{index}", TORCH_PORT  # the short Service name (§2.2)
+        return f"{job}-{replica_id(role, index)}", TORCH_PORT  # the short Service name (§2.2)
 
     def default_restart(self, role: str) -> RestartPolicy:
         return RestartPolicy.ON_FAILURE
@@ -197,12 +197,12 @@ class MPIJobKind(Kind):
 
     def address(self, job: str, namespace: str, role: str, index: int) -> tuple[str, int]:
         # the pod's hostname under the job's headless Service (§3.2, §3.3)
-        pod = f"{job}-launcher" if role == "Launcher" else f"{job}-{role.lower()}-{index}"
+        pod = f"{job}-launcher" if role == "Launcher" else f"{job}-{replica_id(role, index)}"
         return f"{pod}.{job}.{namespace}.svc", SSH_PORT
 
     def derived_names(self, job: str, counts: Mapping[str, int]) -> list[str]:
         return [
-            f"{job}-launcher" if role == "Launcher" else f"{job}-{role.lower()}-{n - 1}"
+            f"{job}-launcher" if role == "Launcher" else f"{job}-{replica_id(role, n - 1)}"
             for role, n in counts.items()
             if n > 0
         ]

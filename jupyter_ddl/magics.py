@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
@@ -19,8 +19,11 @@ from .errors import BackendUnavailable, CaptureError, DDLError, ValidationError
 from .magic_args import DistributeArgs, help_text, parse_line, secret_looking, spec_from_args
 from .manager import JobManager, default_manager
 from .models import JobState
-from .names import generate_name
+from .names import cell_label, generate_name
 from .widgets.dashboard import Dashboard, widgets_available
+
+if TYPE_CHECKING:
+    from .widgets.views import Slot
 
 
 class ShownError(Exception):
@@ -36,6 +39,15 @@ class ShownError(Exception):
 
 class JobFailed(DDLError):
     """A job followed with --wait / %ddl wait ended Failed."""
+
+
+def failed_line(name: str, message: str | None, root: Any = None) -> str:
+    """``job X failed: <root cause first>; `%ddl logs X --replica R` shows its lines``."""
+    where = f" --replica {root.replica}" if root is not None else ""
+    return (
+        f"job {name} failed: {message or 'a replica failed'}; "
+        f"`%ddl logs {name}{where}` shows every line"
+    )
 
 
 @magics_class
@@ -88,15 +100,23 @@ class DDLMagics(Magics):
             )
 
     def _show_form(self, captured: Captured, args: DistributeArgs) -> None:
-        from IPython.display import display
 
         from .widgets.form import DistributeForm
+        from .widgets.views import DisplaySlot, JobSlots, widget_bundle
+
+        # known now, while the cell runs: a click later comes without the cell's request
+        cell_id, count = self.cell_id(), self.ip.execution_count
+        slots: JobSlots | None = None
 
         def submit(a: DistributeArgs) -> None:
-            self.run_job(replace(a, wait=False, requirements=args.requirements), captured)
+            assert slots is not None
+            self.run_job(
+                replace(a, wait=False, requirements=args.requirements), captured,
+                slot=slots.part(), on_end=form.job_ended, cell_id=cell_id,
+            )  # fmt: skip
 
-        def dry_run(a: DistributeArgs) -> None:
-            self.run_job(replace(a, dry_run=True, requirements=args.requirements), captured)
+        def dry_run(a: DistributeArgs) -> str:
+            return self.run_job_text(replace(a, requirements=args.requirements), captured, cell_id)
 
         form = DistributeForm(
             submit=submit,
@@ -104,24 +124,51 @@ class DDLMagics(Magics):
             backends=self.manager.backend_names(),
             notebook=self.notebook(),
             default_backend=self.manager.config.backend,
+            new_name=lambda: self.job_name(cell_id, count),
         )
         self.last_form = form
-        display(form.widget)
+        form_slot = DisplaySlot(initial=widget_bundle(form.widget, "the %%distribute form"))
+
+        def retire(html: str, text: str) -> None:
+            form_slot.show({"text/html": html, "text/plain": text})
+            form.widget.close()  # its views are gone: nothing of it outlives the kernel
+
+        form.retire = retire
+        slots = JobSlots()  # below the form: where its jobs show, and stay when saved
 
     def notebook(self) -> str | None:
         """The notebook's path when the front end tells the kernel (Jupyter sets it)."""
         session = self.ip.user_ns.get("__session__") or os.environ.get("JPY_SESSION_NAME")
         return str(session) if session else None
 
-    def run_job(self, args: DistributeArgs, captured: Captured) -> Dashboard | None:
-        """Flags + captured code → dry run, image build, or a submitted job with its
-        dashboard. Every step goes through the job API."""
+    def cell_id(self) -> str | None:
+        """The id of the cell running now, when the front end sent it (JupyterLab puts
+        ``cellId`` in the execute request's metadata)."""
+        kernel = getattr(self.ip, "kernel", None)
+        try:
+            parent = kernel.get_parent() if kernel is not None else None
+        except Exception:  # noqa: BLE001 - an unusual kernel: names fall back to the count
+            return None
+        cell = ((parent or {}).get("metadata") or {}).get("cellId")
+        return str(cell) if cell else None
+
+    def job_name(self, cell_id: str | None, count: int | None = None) -> str:
+        """A fresh name from the notebook and the cell (its id, else its run count)."""
+        label = cell_label(cell_id) if cell_id else ""
+        count = self.ip.execution_count if count is None else count
+        return generate_name(self.notebook(), label or f"cell{count or 0}")
+
+    def _job(
+        self, args: DistributeArgs, captured: Captured, cell_id: str | None
+    ) -> tuple[Any, Any]:
+        """(spec, bundle) of these flags and the captured code."""
         from .bundle import build_bundle
 
         notebook = self.notebook()
         backend = args.backend or self.manager.config.backend
-        name = args.name or generate_name(notebook, f"cell{self.ip.execution_count or 0}")
+        name = args.name or self.job_name(cell_id)
         spec = spec_from_args(args, name=name, backend=backend, notebook=notebook)
+        spec.cell_id = cell_id
         for key in secret_looking(list(spec.env)):
             print(
                 f"jupyter-ddl warning: --env {key} looks like a secret: its value is stored "
@@ -136,8 +183,27 @@ class DDLMagics(Magics):
             notebook=notebook,
             warnings=captured.warnings,
         )
+        return spec, bundle
+
+    def run_job_text(self, args: DistributeArgs, captured: Captured, cell_id: str | None) -> str:
+        """The dry run of these flags, as text (the form shows it)."""
+        spec, bundle = self._job(args, captured, cell_id)
+        return self._dry_run_text(spec, bundle, captured)
+
+    def run_job(
+        self,
+        args: DistributeArgs,
+        captured: Captured,
+        *,
+        slot: Slot | None = None,
+        on_end: Any = None,
+        cell_id: str | None = None,
+    ) -> Dashboard | None:
+        """Flags + captured code → dry run, image build, or a submitted job with its
+        dashboard (in ``slot`` when given). Every step goes through the job API."""
+        spec, bundle = self._job(args, captured, cell_id or self.cell_id())
         if args.dry_run:
-            self._print_dry_run(spec, bundle, captured)
+            print(self._dry_run_text(spec, bundle, captured))
             return None
         if args.build_only:
             self._build_only(spec, bundle)
@@ -152,12 +218,12 @@ class DDLMagics(Magics):
         self.last_job = handle.name
         # The job's name for later cells (`%ddl logs $_ddl_job`, `manager.get(_ddl_job)`).
         self.ip.user_ns["_ddl_job"] = handle.name
-        dash = self.follow(handle.name, handle.backend)
+        dash = self.follow(handle.name, handle.backend, slot=slot, on_end=on_end)
         if args.wait:
             self.wait_for(dash, args.timeout)
         return dash
 
-    def _print_dry_run(self, spec: Any, bundle: Any, captured: Captured) -> None:
+    def _dry_run_text(self, spec: Any, bundle: Any, captured: Captured) -> str:
         try:
             yaml_text = self.manager.dry_run(spec, bundle)
         except ImportError as e:
@@ -165,13 +231,14 @@ class DDLMagics(Magics):
                 f"dry run is not available in this install ({e.name} is missing)"
             ) from None
         defs = len(captured.definitions)
-        print(
-            f"# captured script: {len(captured.code.splitlines())} lines, {defs} definition(s) from earlier cells"
-        )
-        print(captured.code)
+        out = [
+            f"# captured script: {len(captured.code.splitlines())} lines, {defs} definition(s) from earlier cells",
+            captured.code,
+        ]
         if bundle.requirements:
-            print("# requirements: " + " ".join(bundle.requirements))
-        print(yaml_text)
+            out.append("# requirements: " + " ".join(bundle.requirements))
+        out.append(yaml_text)
+        return "\n".join(out)
 
     def _build_only(self, spec: Any, bundle: Any) -> None:
         build = getattr(self.manager, "build_image", None)
@@ -191,14 +258,18 @@ class DDLMagics(Magics):
         print(f"image: {getattr(built, 'ref', built)} ({pushed})")
 
     # -- following jobs ------------------------------------------------------------------
-    def follow(self, name: str, backend: str | None = None) -> Dashboard:
-        """Show a live dashboard for ``name`` (logs replayed from the start)."""
+    def follow(
+        self, name: str, backend: str | None = None, *, slot: Slot | None = None, on_end: Any = None
+    ) -> Dashboard:
+        """Show a live dashboard for ``name`` (logs replayed from the start); its record
+        replaces it when the job ends."""
         old = self.dashboards.get(name)
         if old is not None and old.running:
             old.detach()
         dash = Dashboard(
-            self.manager, name, backend=backend, widgets=widgets_available(self.shell)
-        ).start()
+            self.manager, name, backend=backend, widgets=widgets_available(self.shell),
+            slot=slot, on_end=on_end,
+        ).start()  # fmt: skip
         self.dashboards[name] = dash
         return dash
 
@@ -218,10 +289,7 @@ class DDLMagics(Magics):
             return
         state = dash.state
         if state.state == JobState.FAILED.value:
-            raise JobFailed(
-                f"job {dash.name} failed: {state.message or 'a replica failed'}; "
-                f"`%ddl logs {dash.name}` shows every line"
-            )
+            raise JobFailed(failed_line(dash.name, state.message, dash.state.diagnosis().root))
 
     # -- %ddl --------------------------------------------------------------------------------
     @line_magic

@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING
 
 from .backends import Backend, backend_class, backend_names
 from .config import Config, load_config
-from .errors import BackendUnavailable, DDLError, JobNotFound
+from .errors import BackendUnavailable, DDLError, JobNotFound, RegistryError
 from .metrics import METRIC_MARKER, parse_metric_line
 from .models import CodeBundle, JobEvent, JobHandle, JobSpec, JobStatus, LogLine
 from .validation import validate
 
 if TYPE_CHECKING:
     from .image import BuiltImage
+    from .image.plan import ImagePlan
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +133,7 @@ class JobManager:
         from .dryrun import render_yaml
 
         validate(spec)
-        return render_yaml(spec, bundle, config=self.config)
+        return render_yaml(spec, bundle, config=self.config, image=self._image_plan(spec, bundle))
 
     def build_image(
         self,
@@ -140,20 +141,29 @@ class JobManager:
         bundle: CodeBundle,
         progress: Callable[[int, int], None] | None = None,
     ) -> BuiltImage:
-        """Build the job's image (the bundle appended to a base) and push it.
-
-        Base: ``spec.image``, else this Kubeflow notebook pod's own image, else
-        ``config.base_images[framework]``; target: ``config.registry``/ddl-<notebook>.
-        ``progress(done, total)`` reports big uploads. Raises RegistryError (no registry
-        configured, or what the registry answered) and ValidationError (bad reference)."""
+        """Build the job's image (the bundle appended to a base) and push it: the image
+        a later submit of the same cell uses (``image.plan``), so that submit uploads
+        nothing. ``progress(done, total)`` reports big uploads. Raises RegistryError
+        (no registry configured, or what the registry answered) and ValidationError
+        (bad reference)."""
         from .image import build_and_push
-        from .image.selection import choose_base, notebook_of, target_repository
 
-        target = target_repository(self.config, notebook_of(spec, bundle))
-        base = choose_base(spec, self.config)
+        plan = self._image_plan(spec, bundle)
+        if plan.repository is None:
+            raise RegistryError(
+                "no image registry is configured, so the code cannot travel as an image",
+                hint="run `%ddl config registry=<host>/<namespace>`, or leave it unset to ship a ConfigMap",
+            )
         return build_and_push(
-            bundle, base=base, target_repo=target, config=self.config, progress=progress
-        )
+            bundle, base=plan.base, target_repo=plan.repository, config=self.config,
+            progress=progress,
+        )  # fmt: skip
+
+    def _image_plan(self, spec: JobSpec, bundle: CodeBundle | None) -> ImagePlan:
+        from .image.plan import plan_image
+        from .image.selection import notebook_pod_image
+
+        return plan_image(spec, bundle, self.config, notebook_pod_image())
 
     def find(self, name: str, backend: str | None = None) -> Backend:
         """The backend that knows job ``name``; raises JobNotFound (naming the backends
@@ -221,16 +231,20 @@ class JobManager:
         tail: int | None = None,
         follow: bool = False,
         stop: threading.Event | None = None,
+        raw: bool = False,
     ) -> Iterator[LogLine]:
-        """Log lines of the job; ``replica`` must be one of the job's replicas
-        (JobNotFound naming them otherwise): a replica is looked up, never used as
-        a file name or a filter that silently matches nothing."""
+        """The lines a person reads (``raw``: ``report()`` lines too; see Backend.logs).
+        ``replica`` must be one of the job's replicas (JobNotFound naming them otherwise):
+        a replica is looked up, never used as a file name or a filter that silently
+        matches nothing."""
         found = self.find(name, backend)
         if replica is not None:
             known = self.replica_ids(name, found.name)
             if known and replica not in known:
                 raise JobNotFound.replica(name, replica, known)
-        return found.logs(name, replica=replica, offset=offset, tail=tail, follow=follow, stop=stop)
+        return found.logs(
+            name, replica=replica, offset=offset, tail=tail, follow=follow, stop=stop, raw=raw
+        )
 
     def replica_ids(self, name: str, backend: str | None = None) -> Sequence[str]:
         """The job's replica ids (``master-0``...): from its status and its spec."""
@@ -247,7 +261,7 @@ class JobManager:
         """Every ``report(**metrics)`` the job's replicas printed, as (replica, values) in
         log order (the step, when given, is left out of the values)."""
         out: Reports = []
-        for line in self.logs(name, backend=backend):
+        for line in self.logs(name, backend=backend, raw=True):
             if METRIC_MARKER in line.text:
                 metric = parse_metric_line(line.text)
                 if metric is not None:

@@ -54,6 +54,12 @@ class Metric:
     source: str = "log"  # one of SOURCES
 
 
+def is_metric_line(text: str) -> bool:
+    """A ``report()`` line: it carries metrics only, never text for a person to read, so
+    log surfaces leave it out (the raw log keeps it: the metrics are read from there)."""
+    return METRIC_MARKER in text
+
+
 def parse_metric_line(line: str) -> Metric | None:
     """Metrics found in one log line, or None."""
     idx = line.find(METRIC_MARKER)

@@ -162,6 +162,7 @@ class JobSpec:
     slots_per_worker: int = 1
     # provenance
     notebook: str | None = None
+    cell_id: str | None = None  # the notebook cell the job came from (nbformat 4.5 id)
     user: str | None = None
 
     def __post_init__(self) -> None:
@@ -257,6 +258,16 @@ class JobHandle:
     created: float = field(default_factory=time.time)
     notebook: str | None = None
     code_digest: str | None = None
+    cell_id: str | None = None
+    image: str | None = None  # what the replicas run (Kubernetes)
+    image_pushed: bool | None = None  # False: it was in the registry; None: no push
+    warnings: list[str] = field(default_factory=list)  # what the submit checks found
+
+
+def replica_id(role: str, index: int) -> str:
+    """``worker-1``: a replica's name in logs and the UI, the operator's pod-name
+    suffix (operator-contract.md §1.3)."""
+    return f"{role.lower()}-{index}"
 
 
 @dataclass
@@ -271,11 +282,19 @@ class ReplicaStatus:
     last_lines: list[str] = field(default_factory=list)
     pid: int | None = None
     pod: str | None = None
+    rank: int | None = None  # node rank (shape.Replica.rank); None outside the collective
+    ended: float | None = None  # when its last process ended (failure time), epoch seconds
+    metrics: dict[str, float] = field(default_factory=dict)  # latest training metrics
+    resources: dict[str, float] = field(default_factory=dict)  # latest usage sample
+
+    @property
+    def label(self) -> str:
+        """``worker-0 · rank 1``: the id with its rank, as every surface shows it."""
+        return self.id if self.rank is None else f"{self.id} · rank {self.rank}"
 
     @property
     def id(self) -> str:
-        """``worker-1``: the replica's name in logs and the UI (the operator's pod suffix)."""
-        return f"{self.role.lower()}-{self.index}"
+        return replica_id(self.role, self.index)
 
 
 @dataclass
@@ -293,10 +312,20 @@ class JobStatus:
     notebook: str | None = None
     code_digest: str | None = None
     metrics: dict[str, float] = field(default_factory=dict)  # latest values
+    cell_id: str | None = None
+    backoff_limit: int | None = None  # restarts allowed across every replica together
+    image: str | None = None  # as JobHandle's three
+    image_pushed: bool | None = None
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ready(self) -> int:
         return sum(r.state == ReplicaState.RUNNING for r in self.replicas)
+
+    @property
+    def restarts(self) -> int:
+        """Restarts of every replica together: what the backoff limit counts."""
+        return sum(r.restarts for r in self.replicas)
 
     def to_dict(self) -> dict[str, Any]:
         d = _plain(asdict(self))
@@ -340,6 +369,7 @@ class JobEvent:
     metrics: dict[str, float] | None = None  # METRIC / RESOURCE
     step: int | None = None  # METRIC
     message: str | None = None  # WAITING
+    source: str | None = None  # METRIC: metrics.SOURCES (report, keras, log)
 
     def to_dict(self) -> dict[str, Any]:
         return _plain(asdict(self))

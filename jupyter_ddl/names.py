@@ -88,19 +88,29 @@ def slug(text: str, limit: int) -> str:
     return s[:limit].rstrip("-")
 
 
+def cell_label(cell_id: str, length: int = 8) -> str:
+    """The part of a notebook cell's id a job name carries: its first ``length`` letters
+    and digits, lowercased (nbformat 4.5 ids are 8 characters, JupyterLab's UUIDs 36)."""
+    return re.sub(r"[^a-z0-9]", "", cell_id.lower())[:length]
+
+
 def generate_name(
     notebook: str | None = None, cell: str | None = None, *, rand: str | None = None
 ) -> str:
     """A fresh job name ``<notebook>-<cell>-<random>``, valid for every job kind.
 
-    ``notebook`` may be a path (its stem is used); ``cell`` a cell id or label.
-    ``rand`` fixes the random part (tests).
+    ``notebook`` may be a path (its stem is used); ``cell`` a cell label (``cell_label``
+    of its id, or ``cell4``). ``rand`` fixes the random part (tests).
     """
     suffix = (
         rand if rand is not None else "".join(secrets.choice(_ALPHABET) for _ in range(RANDOM_LEN))
     )
     stem = PurePath(notebook).stem if notebook else ""
-    parts = [p for p in (slug(stem, 20), slug(cell or "", 10)) if p]
+    # the cell part may start with a digit (a cell id): it never starts the name
+    cell_part = re.sub(r"[^a-z0-9]+", "-", (cell or "").lower()).strip("-")[:10].rstrip("-")
+    parts = [p for p in (slug(stem, 20), cell_part) if p]
     head = "-".join(parts) or "ddl"
+    if not head[0].isalpha():
+        head = f"cell-{head}"  # DNS-1035: a letter first
     head = head[: GENERATED_MAX - len(suffix) - 1].rstrip("-")
     return f"{head}-{suffix}"

@@ -18,7 +18,7 @@ from typing import Any
 from . import kinds
 from .errors import ValidationError
 from .kinds import Kind
-from .models import ROLES, JobSpec, Resources
+from .models import ROLES, JobSpec, Resources, replica_id
 from .strategies import CATALOG, Strategy, get_strategy
 from .trainer import RELEASES, RuntimeLayout, shipped_layout
 
@@ -33,9 +33,7 @@ def is_trainjob(spec: JobSpec) -> bool:
     return spec.target == kinds.TRAINJOB.name
 
 
-def rid(role: str, index: int) -> str:
-    """The replica id ``worker-1``: the operator's pod-name suffix (§1.3)."""
-    return f"{role.lower()}-{index}"
+rid = replica_id  # the name the contract and the launchers use
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,7 @@ def test_registry_choice_names_the_registry_and_uses_no_configmap(data_dir):
     job = docs(text)[0]
     worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
     assert worker["containers"][0]["image"].startswith(
-        f"registry.example:5000/team/jupyter-ddl:code-{BUNDLE.short_digest}-"
+        f"registry.example:5000/team/ddl-notebook:code-{BUNDLE.short_digest}-"
     )
     assert [v for v in worker["volumes"] if "configMap" in v] == []
 

@@ -38,8 +38,8 @@ class Backend(ABC):
     def watch(
         self, name: str, *, stop: threading.Event | None = None, from_start: bool = True
     ) -> Iterator[JobEvent]:
-        """One event stream: status, replica state, log lines, metrics, resources,
-        waiting reasons. Ends after the job finished and every log line was delivered,
+        """One event stream: status, replica state, log lines (never ``report()`` lines:
+        those come as METRIC events), metrics, resources, waiting reasons. Ends after the job finished and every log line was delivered,
         or when ``stop`` is set. ``from_start`` replays the logs already written."""
 
     @abstractmethod
@@ -52,9 +52,15 @@ class Backend(ABC):
         tail: int | None = None,
         follow: bool = False,
         stop: threading.Event | None = None,
+        raw: bool = False,
     ) -> Iterator[LogLine]:
         """Log lines of one replica (``worker-1``) or all, from line ``offset`` of each
-        replica (or the last ``tail``); ``follow`` keeps going until the job ends."""
+        replica (or the last ``tail``); ``follow`` keeps going until the job ends.
+
+        The lines a person reads: ``report()`` lines (``metrics.is_metric_line``) are
+        left out, offsets skip them and ``tail`` does not count them; ``watch`` gives
+        them as METRIC events. ``raw`` gives every line as written (the metrics'
+        source)."""
 
     @abstractmethod
     def cancel(self, name: str) -> JobStatus:

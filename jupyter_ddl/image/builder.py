@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..atomic import write_atomic
 from ..config import Config, load_config
 from ..errors import RegistryError
 from ..models import CodeBundle
@@ -25,16 +26,13 @@ from .auth import repo_scope
 from .credentials import CredentialStore
 from .layer import Layer, build_layer
 from .manifest import INDEX_TYPES, parse_manifest, select_platform
+from .plan import DEFAULT_PLATFORM, image_tag
 from .progress import ProgressCallback, Stats
 from .push import CHUNK_SIZE, Source, push_image
 from .reference import Reference, parse_reference, parse_repository
 from .registry import RegistryClient
 
 log = logging.getLogger(__name__)
-
-#: bump when the layer or config layout changes, so old tags are not reused
-FORMAT_VERSION = "1"
-DEFAULT_PLATFORM = "linux/amd64"
 
 
 @dataclass(frozen=True)
@@ -59,21 +57,6 @@ class BuiltImage:
         return f"{self.repository}@{self.digest}"
 
 
-def derive_tag(bundle: CodeBundle, base: Reference, base_digest: str, platform: str) -> str:
-    """``code-<12 hex of the code>-<12 hex of everything else>``: same inputs, same tag."""
-    h = hashlib.sha256()
-    for part in (
-        FORMAT_VERSION,
-        base.name,
-        base_digest,
-        platform,
-        bundle.digest,
-        bundle.source_notebook or "",
-    ):
-        h.update(part.encode() + b"\n")
-    return f"code-{bundle.short_digest}-{h.hexdigest()[:12]}"
-
-
 def _ca_bundle(ca: str | None) -> str | None:
     """The system CAs plus the configured registry CA in one file, so the custom CA
     does not break public registries (requests takes one bundle per request)."""
@@ -91,10 +74,7 @@ def _ca_bundle(ca: str | None) -> str | None:
     digest = hashlib.sha256(system + extra).hexdigest()[:16]
     path = os.path.join(tempfile.gettempdir(), f"jupyter-ddl-ca-{digest}.pem")
     if not os.path.exists(path):
-        tmp = f"{path}.{os.getpid()}"
-        with open(tmp, "wb") as f:
-            f.write(system + b"\n" + extra)
-        os.replace(tmp, path)
+        write_atomic(path, system + b"\n" + extra, mode=0o644)
     return path
 
 
@@ -161,7 +141,7 @@ def build_and_push(
     try:
         base_digest, manifest, media_type = _resolve_base(src, base_ref, platform)
         pinned = base_ref.with_digest(base_digest)
-        tag = derive_tag(bundle, base_ref, base_digest, platform)
+        tag = image_tag(bundle, base_ref.name, base_digest, platform)
         existing = dst.head_manifest(target.repository, tag)
         if existing:
             log.info("image %s:%s exists already (%s)", target.name, tag, existing)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from ..queues import put_until_stopped
 from .append import AppendedImage
 from .failures import TransientRegistryError
 from .layer import Layer
@@ -167,13 +168,7 @@ def prefetch(source: Iterator[bytes], depth: int) -> Generator[bytes, None, None
     def reader() -> None:
         try:
             for item in source:
-                while not stop.is_set():
-                    try:
-                        q.put(item, timeout=0.2)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not put_until_stopped(q, item, stop):
                     return
             q.put(None)
         except BaseException as e:  # noqa: BLE001 - handed to the consumer thread

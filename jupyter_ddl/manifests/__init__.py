@@ -14,6 +14,7 @@ from .. import kinds
 from ..models import JobSpec
 from . import common, mpijob, podgroup, pytorchjob, tfjob, trainjob
 from .common import (
+    ANNOTATION_CELL,
     ANNOTATION_CODE_DIGEST,
     ANNOTATION_NOTEBOOK,
     ANNOTATION_SPEC,
@@ -30,6 +31,7 @@ from .common import (
     STRATEGY_ENV,
     WORK_DIR,
     configmap_key,
+    configmap_name,
     launch_command,
     secret_name,
 )
@@ -60,21 +62,15 @@ def build_manifests(
     so nested paths come back) read-only at ``CODE_DIR``; every replica works in an
     emptyDir at ``WORK_DIR``. The spec is expected to be valid (``validation.validate``).
     """
-    job = _BUILDERS[spec.shape.kind](
-        spec,
-        image=image,
-        command=command,
-        code_digest=code_digest,
-        code_configmap=code_configmap,
-        code_paths=code_paths,
-    )
-    out = [job]
+    code = common.Code(image, command, code_digest, code_configmap, code_paths)
+    out = [_BUILDERS[spec.shape.kind](spec, code)]
     if podgroup.needs_podgroup(spec):
         out.append(podgroup.build(spec, code_digest))
     return out
 
 
 __all__ = [
+    "ANNOTATION_CELL",
     "ANNOTATION_CODE_DIGEST",
     "ANNOTATION_NOTEBOOK",
     "ANNOTATION_SPEC",
@@ -94,5 +90,6 @@ __all__ = [
     "common",
     "configmap_key",
     "launch_command",
+    "configmap_name",
     "secret_name",
 ]

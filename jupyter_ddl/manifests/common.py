@@ -8,7 +8,8 @@ again (``%ddl list``, the sidebar) after a kernel or browser restart.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..models import JobSpec, Resources
@@ -20,7 +21,9 @@ LABEL_STRATEGY = PREFIX + "strategy"
 LABEL_NOTEBOOK = PREFIX + "notebook"  # label-safe form; full path in the annotation
 LABEL_USER = PREFIX + "user"
 LABEL_CODE_DIGEST = PREFIX + "code-digest"  # first 12 hex digits; full in the annotation
+LABEL_CELL = PREFIX + "cell"  # the notebook cell's id (label-safe form; full in the annotation)
 ANNOTATION_NOTEBOOK = PREFIX + "notebook"
+ANNOTATION_CELL = PREFIX + "cell-id"
 ANNOTATION_USER = PREFIX + "user"
 ANNOTATION_CODE_DIGEST = PREFIX + "code-digest"
 ANNOTATION_SPEC = PREFIX + "spec"  # reserved for the backend: the JobSpec as JSON
@@ -50,6 +53,24 @@ SCHEDULER_NAMES = {"volcano": "volcano", "scheduler-plugins": "scheduler-plugins
 _PYTHON = re.compile(r"^(.*/)?python(\d(\.\d+)?)?$")
 
 
+@dataclass(frozen=True)
+class Code:
+    """What the builders take besides the spec: the image, how one process runs the
+    entry point, and how the code travels (its digest; a ConfigMap and its files, or
+    None when it is inside the image)."""
+
+    image: str
+    command: Sequence[str]
+    digest: str | None = None
+    configmap: str | None = None
+    paths: Sequence[str] | None = None
+
+
+def configmap_name(job: str) -> str:
+    """The ConfigMap holding a job's code when it does not travel in the image."""
+    return f"{job}-code"
+
+
 def secret_name(job: str) -> str:
     """The Secret holding a job's ``secret_env`` values (created by the backend)."""
     return f"{job}-secrets"
@@ -72,6 +93,8 @@ def our_labels(spec: JobSpec, code_digest: str | None) -> dict[str, str]:
         labels[LABEL_NOTEBOOK] = label_value(spec.notebook.rsplit("/", 1)[-1])
     if spec.user and label_value(spec.user):
         labels[LABEL_USER] = label_value(spec.user)
+    if spec.cell_id and label_value(spec.cell_id):
+        labels[LABEL_CELL] = label_value(spec.cell_id)
     if code_digest:
         labels[LABEL_CODE_DIGEST] = code_digest.split(":", 1)[-1][:12]
     return {**spec.labels, **labels}
@@ -83,6 +106,8 @@ def our_annotations(spec: JobSpec, code_digest: str | None) -> dict[str, str]:
         notes[ANNOTATION_NOTEBOOK] = spec.notebook
     if spec.user:
         notes[ANNOTATION_USER] = spec.user
+    if spec.cell_id:
+        notes[ANNOTATION_CELL] = spec.cell_id
     if code_digest:
         notes[ANNOTATION_CODE_DIGEST] = code_digest
     return notes
@@ -261,18 +286,12 @@ def container(
 
 
 def pod_template(
-    spec: JobSpec,
-    role: str,
-    containers: list[dict[str, Any]],
-    *,
-    code_digest: str | None,
-    code_configmap: str | None,
-    code_paths: Sequence[str] | None = None,
+    spec: JobSpec, role: str, containers: list[dict[str, Any]], code: Code
 ) -> dict[str, Any]:
-    labels = our_labels(spec, code_digest)
+    labels = our_labels(spec, code.digest)
     annotations = {**spec.annotations, ISTIO_INJECT: "false"}
     pod: dict[str, Any] = {"containers": containers}
-    pod.update(pod_spec_extras(spec, code_configmap, code_paths))
+    pod.update(pod_spec_extras(spec, code.configmap, code.paths))
     g = spec.gang
     if g is not None and spec.backend_options.get("gang_podgroup", "client") == "client":
         # we create the PodGroup ourselves, so the pods must name it and the scheduler
@@ -323,32 +342,33 @@ def run_policy(spec: JobSpec) -> dict[str, Any]:
     return rp
 
 
-def v1_replica_specs(
-    spec: JobSpec,
-    *,
-    image: str,
-    command: Sequence[str],
-    code_digest: str | None,
-    code_configmap: str | None,
-    code_paths: Sequence[str] | None,
+def replica_specs(
+    spec: JobSpec, code: Code, command_of: Callable[[str], Sequence[str] | None]
 ) -> dict[str, Any]:
-    """The replica map of a training-operator v1 kind (TFJob, PyTorchJob): one spec per
-    role, each with the container the operator looks for and its named port."""
+    """The replica map of a kubeflow.org kind: one spec per role, each with the
+    container the operator looks for (running ``command_of(role)``; None: the image's
+    own), its named port where the kind declares one, and the role's restart policy
+    (the kind's default unless the spec sets one)."""
     kind = spec.shape.job_kind
-    cmd = launch_command(spec, command)
     replicas = {}
     for role, n in spec.shape.counts.items():
-        c = container(spec, role, kind.container(role), image, cmd, code_configmap)
+        c = container(
+            spec, role, kind.container(role), code.image, command_of(role), code.configmap
+        )
         if kind.port is not None:
             c["ports"] = [{"name": kind.port[0], "containerPort": kind.port[1]}]
-        template = pod_template(
-            spec,
-            role,
-            [c],
-            code_digest=code_digest,
-            code_configmap=code_configmap,
-            code_paths=code_paths,
-        )
+        template = pod_template(spec, role, [c], code)
         policy = restart_policy(spec, kind.default_restart(role).value)
         replicas[role] = replica_spec(n, policy, template)
     return replicas
+
+
+def job_object(spec: JobSpec, code: Code, body: dict[str, Any]) -> dict[str, Any]:
+    """The job object of ``spec``'s kind around its ``spec`` body."""
+    kind = spec.shape.job_kind
+    return {
+        "apiVersion": kind.api_version,
+        "kind": kind.name,
+        "metadata": metadata(spec, code.digest),
+        "spec": body,
+    }

@@ -65,20 +65,12 @@ def build(spec: JobSpec, code_digest: str | None = None) -> dict[str, Any]:
     if res:
         body["minResources"] = res
     if g.scheduler == "volcano":
+        api_version = "scheduling.volcano.sh/v1beta1"
         body["queue"] = g.queue or "default"
         if g.priority_class:
             body["priorityClassName"] = g.priority_class
-        return {
-            "apiVersion": "scheduling.volcano.sh/v1beta1",
-            "kind": "PodGroup",
-            "metadata": meta,
-            "spec": body,
-        }
-    if g.schedule_timeout_seconds is not None:
-        body["scheduleTimeoutSeconds"] = g.schedule_timeout_seconds
-    return {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": meta,
-        "spec": body,
-    }
+    else:
+        api_version = "scheduling.x-k8s.io/v1alpha1"
+        if g.schedule_timeout_seconds is not None:
+            body["scheduleTimeoutSeconds"] = g.schedule_timeout_seconds
+    return {"apiVersion": api_version, "kind": "PodGroup", "metadata": meta, "spec": body}

@@ -12,7 +12,6 @@ inside ``trainer.image`` alone (§10.19).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from .. import contract
@@ -23,26 +22,18 @@ from . import common
 PATCH_MANAGER = "jupyter-ddl.io/submitter"
 
 
-def build(
-    spec: JobSpec,
-    *,
-    image: str,
-    command: Sequence[str],
-    code_digest: str | None,
-    code_configmap: str | None,
-    code_paths: Sequence[str] | None = None,
-) -> dict[str, Any]:
+def build(spec: JobSpec, code: common.Code) -> dict[str, Any]:
     shape = spec.shape
     kind = shape.job_kind
     assert isinstance(kind, TrainJobKind) and shape.runtime is not None
     release = kind.release
     if shape.trainjob_mpi:
-        program = list(spec.command or command)
+        program = list(spec.command or code.command)
         cmd = common.mpirun(program, shape.world_size, hostfile=contract.MPI_HOSTFILE_PATH)
     else:
-        cmd = common.launch_command(spec, command)
+        cmd = common.launch_command(spec, code.command)
     trainer: dict[str, Any] = {
-        "image": image,
+        "image": code.image,
         "command": common.in_work_dir(cmd),
         "env": common.env_list(spec),
         "numNodes": shape.num_nodes,
@@ -58,18 +49,13 @@ def build(
             "kind": spec.backend_options.get("runtime_kind", "ClusterTrainingRuntime"),
         },
         "trainer": trainer,
-        release.override_field: _overrides(spec, code_digest, code_configmap, code_paths),
+        release.override_field: _overrides(spec, code),
     }
     if spec.active_deadline_seconds is not None and release.deadline:
         body["activeDeadlineSeconds"] = spec.active_deadline_seconds
     if release.job_metadata:  # v2.0, v2.1: labels for the JobSet and its Jobs
-        body["labels"] = common.our_labels(spec, code_digest)
-    return {
-        "apiVersion": kind.api_version,
-        "kind": kind.name,
-        "metadata": common.metadata(spec, code_digest),
-        "spec": body,
-    }
+        body["labels"] = common.our_labels(spec, code.digest)
+    return common.job_object(spec, code, body)
 
 
 def patched_jobs(spec: JobSpec) -> list[str]:
@@ -80,22 +66,17 @@ def patched_jobs(spec: JobSpec) -> list[str]:
     return [j for j in runtime.jobs if j in wanted] or [runtime.trainer_job]
 
 
-def _overrides(
-    spec: JobSpec,
-    code_digest: str | None,
-    code_configmap: str | None,
-    code_paths: Sequence[str] | None,
-) -> list[dict[str, Any]]:
+def _overrides(spec: JobSpec, code: common.Code) -> list[dict[str, Any]]:
     """One entry in the release's override field (§4.1, §4.6). No env: the webhook
     lets env reach the ``node`` container only through ``trainer``."""
     kind = spec.shape.job_kind
     assert isinstance(kind, TrainJobKind)
-    pod: dict[str, Any] = common.pod_spec_extras(spec, code_configmap, code_paths)
+    pod: dict[str, Any] = common.pod_spec_extras(spec, code.configmap, code.paths)
     pod["containers"] = [
-        {"name": kind.container("Node"), "volumeMounts": common.volume_mounts(spec, code_configmap)}
+        {"name": kind.container("Node"), "volumeMounts": common.volume_mounts(spec, code.configmap)}
     ]
     meta = {
-        "labels": common.our_labels(spec, code_digest),
+        "labels": common.our_labels(spec, code.digest),
         "annotations": {**spec.annotations, common.ISTIO_INJECT: "false"},
     }
     jobs = patched_jobs(spec)

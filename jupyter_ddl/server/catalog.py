@@ -33,7 +33,7 @@ def strategy_dict(strategy: Strategy) -> dict[str, Any]:
         "framework": strategy.framework,
         "title": strategy.title,
         "summary": strategy.summary,
-        "kind": strategy.kind,
+        "kind": strategy.kind.name,  # the Kind object: its operator spelling
         "replicas": {"default": strategy.default_total, "min": low, "max": high},
         "gpus": any(r.gpu for r in strategy.roles),
         "needs_tpu": strategy.needs_tpu,

@@ -225,7 +225,15 @@ class MetricsHandler(DDLHandler):
             self.reply({"replica": None, "points": [], "next_offset": offset})
             return
         lines = await self.call(
-            read_lines, self.manager, name, status.backend, replica, offset, limit=MAX_LOG_LINES
+            # raw: the report() lines are where the metrics are
+            read_lines,
+            self.manager,
+            name,
+            status.backend,
+            replica,
+            offset,
+            limit=MAX_LOG_LINES,
+            raw=True,
         )
         self.reply(
             {
@@ -245,11 +253,14 @@ def read_lines(
     *,
     tail: int | None = None,
     limit: int = MAX_LOG_LINES,
+    raw: bool = False,
 ) -> list[LogLine]:
     """At most ``limit`` lines already written (no follow), and about ``MAX_LOG_BYTES``
     of text; stops the backend's reader as soon as enough were read."""
     stop = threading.Event()
-    it = manager.logs(name, backend=backend, replica=replica, offset=offset, tail=tail, stop=stop)
+    it = manager.logs(
+        name, backend=backend, replica=replica, offset=offset, tail=tail, stop=stop, raw=raw
+    )
     out: list[LogLine] = []
     size = 0
     try:

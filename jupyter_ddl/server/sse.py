@@ -22,6 +22,7 @@ from tornado.web import RequestHandler
 
 from ..errors import DDLError
 from ..models import LogLine
+from ..queues import put_until_stopped
 from .views import log_dict
 
 log = logging.getLogger(__name__)
@@ -57,13 +58,7 @@ def _pump(lines: Iterator[LogLine], out: queue.Queue[Any], stop: threading.Event
     """Reader thread: iterator → queue. Errors travel to the writer as values."""
     try:
         for line in lines:
-            while not stop.is_set():
-                try:
-                    out.put(line, timeout=0.5)
-                    break
-                except queue.Full:
-                    continue
-            if stop.is_set():
+            if not put_until_stopped(out, line, stop, poll=0.5):
                 return
     except DDLError as e:
         out.put(e)

@@ -13,6 +13,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError
+from ..failures import diagnose, outcomes
 from ..metrics import parse_metric_line
 from ..models import Capabilities, JobSpec, JobState, JobStatus, LogLine
 
@@ -77,6 +78,7 @@ def job_summary(status: JobStatus, now: float | None = None) -> dict[str, Any]:
         "ended": status.finished,
         "elapsed": elapsed(status, now),
         "notebook": status.notebook,
+        "cell_id": status.cell_id,
         "message": status.message,
         "metrics": dict(status.metrics),
     }
@@ -116,12 +118,17 @@ def spec_summary(spec: JobSpec | None) -> dict[str, Any] | None:
 def job_detail(
     status: JobStatus, spec: JobSpec | None, caps: Capabilities | None, now: float | None = None
 ) -> dict[str, Any]:
-    """The job view: summary, replica table, spec summary and what may be done."""
+    """The job view: summary, replica table (with rank and resources), the root cause
+    of a failure (``failures.diagnose``), restarts against the backoff limit, spec
+    summary and what may be done."""
     replicas = status.to_dict()["replicas"]
     return {
         **job_summary(status, now),
         "code_digest": status.code_digest,
         "replicas": replicas,
+        "restarts": status.restarts,
+        "backoff_limit": status.backoff_limit,
+        "root_cause": diagnose(outcomes(status.replicas)).to_dict(),
         "spec": spec_summary(spec),
         "actions": {
             "cancel": bool(caps.cancel) if caps else True,

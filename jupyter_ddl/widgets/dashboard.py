@@ -2,15 +2,15 @@
 
 ``Dashboard(manager, name, ...).start()`` displays the view and follows the job on
 background threads (see ``follow.py``); the cell returns at once. ``wait()`` blocks
-until the job ended and the final output was written. Cancel and Detach go through
-the same manager every other surface uses.
+until the job ended and its record replaced the live view. Cancel and Detach go
+through the same manager every other surface uses.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..config import Config
@@ -19,7 +19,7 @@ from ..manager import JobManager
 from ..models import JobEvent
 from .follow import Follower
 from .state import DashboardState
-from .views import DisplayFn, TextView, WidgetView
+from .views import DisplayFn, DisplaySlot, Slot, TextView, WidgetView
 
 
 def widgets_available(shell: Any = None) -> bool:
@@ -48,6 +48,8 @@ class Dashboard:
         widgets: bool = False,
         from_start: bool = True,
         display: DisplayFn | None = None,
+        slot: Slot | None = None,
+        on_end: Callable[[], None] | None = None,
     ) -> None:
         cfg = config or manager.config
         self.manager = manager
@@ -58,21 +60,23 @@ class Dashboard:
         self.refresh_hz = cfg.refresh_hz
         self.widgets = widgets
         self.display = display
+        self.slot = slot  # where it draws; a display output of its own when None
+        self.on_end = on_end  # after the record was written (the form re-enables Submit)
         self.view: TextView | WidgetView | None = None
         self.follower: Follower | None = None
 
     def start(self) -> Dashboard:
         self._prefill()
+        slot = self.slot or DisplaySlot(self.display)
         if self.widgets:
             self.view = WidgetView(
-                self.state,
-                on_cancel=self._cancel_async,
-                on_detach=self.detach,
-                display=self.display,
+                self.state, slot, on_cancel=self._cancel_async, on_detach=self.detach
             )
         else:
-            self.view = TextView(self.state, display=self.display)
-        self.follower = Follower(self._events, self.state, self.view, refresh_hz=self.refresh_hz)
+            self.view = TextView(self.state, slot)
+        self.follower = Follower(
+            self._events, self.state, self.view, refresh_hz=self.refresh_hz, on_end=self.on_end
+        )
         if self.state.finished:
             self.follower.run_here()  # nothing live to follow: replay now, output complete
         else:

@@ -53,12 +53,14 @@ class Follower:
         *,
         refresh_hz: float = 4.0,
         on_event: Callable[[JobEvent], None] | None = None,
+        on_end: Callable[[], None] | None = None,
     ) -> None:
         self.events = events
         self.state = state
         self.view = view
         self.period = 1.0 / min(max(refresh_hz, 0.1), MAX_HZ)
         self.on_event = on_event
+        self.on_end = on_end  # called once, after the final snapshot was pushed
         self.stop = threading.Event()
         self.done = threading.Event()
         self.lock = threading.Lock()
@@ -78,6 +80,7 @@ class Follower:
         output is complete when the cell returns, so a saved notebook holds it."""
         self._consume()
         self._render(final=True)
+        self._ended()
         return self
 
     def join(self, timeout: float | None = None) -> bool:
@@ -129,6 +132,14 @@ class Follower:
                 seen, last = self.state.version, now
                 self._render(final=False)
         self._render(final=True)
+        self._ended()
+
+    def _ended(self) -> None:
+        if self.on_end is not None:
+            try:
+                self.on_end()
+            except Exception:  # noqa: BLE001 - a caller's hook must not kill the follower
+                log.exception("the end hook of %s failed", self.state.name)
 
     def _render(self, final: bool) -> None:
         try:

@@ -7,15 +7,25 @@ beside it the form shows the roles that total makes (``Master 1 + Worker 1``), a
 field for each role ``--replicas`` does not set (PS, evaluator, an optional chief). The
 RoleRule limits are checked on every keystroke and Submit stays disabled while anything
 is wrong. The last choice is remembered per notebook in the data directory.
+
+One job at a time: Submit is disabled from the click until the job ends (a second
+click that was already on its way is ignored), unless "Submit another" is clicked. The
+job name is generated once per job and shown in the Name field, so a dry run shows the
+name Submit will use. A dry run's YAML lands collapsed (an accordion) in the form.
+Once no job of the form runs any more, the form gives its place in the cell to a static
+note (the jobs it started, the same choice as a flags line): a saved notebook cannot show
+a widget whose kernel is gone, and the jobs' own records sit below it.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..atomic import write_atomic
 from ..config import data_dir
 from ..errors import DDLError
 from ..magic_args import DistributeArgs, spec_from_args
@@ -26,6 +36,7 @@ from ..validation import problems
 _ROLE_FLAGS = {"Worker": "workers", "PS": "ps", "Chief": "chief", "Evaluator": "evaluator"}
 
 Action = Callable[[DistributeArgs], None]
+DryRun = Callable[[DistributeArgs], str]
 
 
 def prefs_path() -> Path:
@@ -49,9 +60,7 @@ def save_choice(notebook: str | None, choice: dict[str, Any]) -> None:
         data = {}
     data[notebook or ""] = choice
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
-    tmp.replace(path)
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True).encode(), mode=0o644)
 
 
 class DistributeForm:
@@ -61,16 +70,27 @@ class DistributeForm:
         self,
         *,
         submit: Action,
-        dry_run: Action,
+        dry_run: DryRun,
         backends: list[str],
         notebook: str | None = None,
         default_backend: str = "local",
+        new_name: Callable[[], str] | None = None,
     ) -> None:
         import ipywidgets as w
 
         self._w = w
         self._submit, self._dry_run = submit, dry_run
         self.notebook = notebook
+        self._new_name = new_name or (lambda: "")
+        self.running = 0  # jobs submitted from this form that have not ended
+        self.submitted: list[tuple[str, str]] = []  # (job name, the choice as flags)
+        # called with (html, text) once no job of this form runs any more: the cell then
+        # keeps a static note instead of a widget a saved notebook cannot show
+        self.retire: Callable[[str, str], None] | None = None
+        self.locked = False  # Submit waits for the running job (or "Submit another")
+        self.problems: list[str] = []
+        # the strategy chosen under each framework, kept across framework switches
+        self.chosen: dict[str, str] = {}
         saved = load_choice(notebook)
         strategy = str(saved.get("strategy") or "")
         strategy = strategy if strategy in CATALOG else "torch-ddp"
@@ -108,13 +128,23 @@ class DistributeForm:
         self.gang = w.Checkbox(description="Gang scheduling", value=bool(saved.get("gang")))
         self.queue = w.Text(description="Queue", value=saved.get("queue") or "")
         self.kube_box = w.VBox([self.image, self.gang, self.queue])
-        self.name = w.Text(description="Name", placeholder="generated")
+        self.generated = self._new_name()  # the name Submit uses when Name is left empty
+        self.name = w.Text(description="Name", placeholder=self.generated or "generated")
         self.submit_button = w.Button(description="Submit", button_style="primary", icon="play")
+        self.another_button = w.Button(description="Submit another", icon="plus")
+        self.another_button.layout.display = "none"
         self.dry_run_button = w.Button(description="Dry run", icon="eye")
+        for widget, cls in ((self.submit_button, "ddl-submit"), (self.name, "ddl-name"),
+                            (self.another_button, "ddl-submit-another")):  # fmt: skip
+            widget.add_class(cls)  # names a page can find them by
         self.error = w.HTML()
         self.output = w.Output()
-        self.submit_button.on_click(lambda _b: self._act(self._submit))
-        self.dry_run_button.on_click(lambda _b: self._act(self._dry_run))
+        self.dry_run_text = w.HTML()
+        self.dry_run_box = w.Accordion(children=[self.dry_run_text], selected_index=None)
+        self.dry_run_box.layout.display = "none"
+        self.submit_button.on_click(lambda _b: self._on_submit())
+        self.another_button.on_click(lambda _b: self._on_another())
+        self.dry_run_button.on_click(lambda _b: self._on_dry_run())
         self.framework.observe(self._framework_changed, "value")
         self.strategy.observe(lambda _c: self._strategy_changed(), "value")
         fields = (self.replicas, self.gpus, self.cpu, self.memory, self.backend, self.gang)
@@ -139,8 +169,9 @@ class DistributeForm:
                 self.backend,
                 self.kube_box,
                 self.name,
-                w.HBox([self.submit_button, self.dry_run_button]),
+                w.HBox([self.submit_button, self.another_button, self.dry_run_button]),
                 self.error,
+                self.dry_run_box,
                 self.output,
             ]
         )
@@ -151,9 +182,12 @@ class DistributeForm:
         return [(f"{s.title} ({s.name})", s.name) for s in by_framework()[framework]]
 
     def _framework_changed(self, change: dict[str, Any]) -> None:
+        self.chosen[change["old"]] = self.strategy.value
         options = self._options(change["new"])
+        names = [v for _, v in options]
+        keep = self.chosen.get(change["new"])
         self.strategy.options = options
-        self.strategy.value = options[0][1]
+        self.strategy.value = keep if keep in names else names[0]
 
     def _strategy_changed(
         self, total: int | None = None, counts: dict[str, int] | None = None
@@ -192,7 +226,7 @@ class DistributeForm:
         a.cpu = self.cpu.value.strip() or None
         a.memory = self.memory.value.strip() or None
         a.backend = self.backend.value
-        a.name = self.name.value.strip() or None
+        a.name = self.name.value.strip() or self.generated or None
         if self.backend.value == "kubernetes":
             a.image = self.image.value.strip() or None
             a.gang = "volcano" if self.gang.value else None
@@ -215,20 +249,88 @@ class DistributeForm:
             if found
             else ""
         )
-        self.submit_button.disabled = bool(found)
-        self.dry_run_button.disabled = bool(found)
+        self.problems = found
+        self._sync_buttons()
         return found
 
-    def _act(self, action: Action) -> None:
+    def _sync_buttons(self) -> None:
+        self.submit_button.disabled = bool(self.problems) or self.locked
+        self.dry_run_button.disabled = bool(self.problems)
+        self.another_button.layout.display = None if self.locked else "none"
+        self.submit_button.tooltip = (
+            "a job from this form is running; Submit another starts one more" if self.locked else ""
+        )
+
+    # -- acting ------------------------------------------------------------------------------
+    def _on_submit(self) -> None:
+        # clicks reach the kernel one after the other: a double click's second one
+        # finds the form locked by the first and starts nothing
+        if self.locked or self.check():
+            return
+        self.locked = True
+        self._sync_buttons()
+        args = self.args()
+        save_choice(self.notebook, self._choice(args))
+        self.running += 1  # before: a job that ends at once calls job_ended inside submit
+        with self.output:
+            try:
+                self._submit(args)
+            except DDLError as e:
+                self.error.value = f"<span style='color:#d62728'>{_esc(str(e))}</span>"
+                self.running -= 1
+                self.locked = False
+                self._sync_buttons()
+                return
+        self.submitted.append((args.name or "", flag_line(args)))
+        self.name.value = ""
+        self.generated = self._new_name()  # the next job's name, shown from now on
+        self.name.placeholder = self.generated or "generated"
+
+    def _on_another(self) -> None:
+        self.locked = False
+        self._sync_buttons()
+
+    def _on_dry_run(self) -> None:
         if self.check():
             return
         args = self.args()
         save_choice(self.notebook, self._choice(args))
-        with self.output:
-            try:
-                action(args)
-            except DDLError as e:
-                self.error.value = f"<span style='color:#d62728'>{_esc(str(e))}</span>"
+        try:
+            text = self._dry_run(args)
+        except DDLError as e:
+            self.error.value = f"<span style='color:#d62728'>{_esc(str(e))}</span>"
+            return
+        lines = len(text.splitlines())
+        self.dry_run_text.value = f"<pre style='font-size:12px;margin:0'>{_esc(text)}</pre>"
+        self.dry_run_box.titles = (f"Dry run of {args.name}: {lines} lines of YAML",)
+        self.dry_run_box.selected_index = None  # collapsed: the dashboard stays in view
+        self.dry_run_box.layout.display = None
+
+    def job_ended(self) -> None:
+        """A job submitted from this form ended: Submit is enabled again when none runs."""
+        self.running = max(0, self.running - 1)
+        if self.running == 0:
+            self.locked = False
+            self._sync_buttons()
+            if self.retire is not None and self.submitted:
+                self.retire(*self.note())
+
+    def note(self) -> tuple[str, str]:
+        """(html, text) the form leaves in the cell once its jobs ended: which jobs it
+        started, the same choice as a flags line, how to open it again."""
+        jobs = ", ".join(name for name, _ in self.submitted)
+        line = self.submitted[-1][1]
+        text = (
+            f"%%distribute form: started {jobs}. The same choice as flags: {line}\n"
+            "Run this cell again to open the form with these choices."
+        )
+        html = (
+            "<div class='ddl-form-note'>"
+            f"<b>%%distribute form</b>: started {_esc(jobs)}.<br>"
+            f"The same choice as flags: <code>{_esc(line)}</code><br>"
+            "Run this cell again to open the form with these choices.</div>"
+        )
+        return html, text
 
     def _choice(self, a: DistributeArgs) -> dict[str, Any]:
         return {
@@ -243,6 +345,27 @@ class DistributeForm:
             "gang": self.gang.value,
             "queue": self.queue.value.strip() or None,
         }
+
+
+def flag_line(a: DistributeArgs) -> str:
+    """The ``%%distribute`` line that makes the same job as the form's choice (but its
+    name, which is the cell's own)."""
+    words = ["%%distribute", "--strategy", str(a.strategy)]
+    if a.replicas is not None:
+        words += ["--replicas", str(a.replicas)]
+    for flag in _ROLE_FLAGS.values():
+        value = getattr(a, flag)
+        if value is not None:
+            words += [f"--{flag}", str(value)]
+    for flag, value in (("gpus", a.gpus or None), ("cpu", a.cpu), ("memory", a.memory)):
+        if value is not None:
+            words += [f"--{flag}", str(value)]
+    if a.backend and a.backend != "local":
+        words += ["--backend", a.backend]
+    for flag, value in (("image", a.image), ("gang", a.gang), ("queue", a.queue)):
+        if value is not None:
+            words += [f"--{flag}", shlex.quote(str(value))]
+    return " ".join(words)
 
 
 def _total_rule(s: Strategy) -> str:

@@ -47,6 +47,49 @@ export function formatNumber(value: number): string {
   return String(Math.round(value * 1e4) / 1e4);
 }
 
+/** `worker-0 · rank 1`: a replica with its rank, as every surface shows it. */
+export function replicaLabel(id: string, rank: number | null | undefined): string {
+  return rank === null || rank === undefined ? id : `${id} · rank ${rank}`;
+}
+
+/** Byte counts in binary units: `1.2 GiB`. */
+function bytes(value: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (Math.abs(value) >= 1024 && i < units.length - 1) {
+    value /= 1024;
+    i++;
+  }
+  return i ? `${value.toFixed(1)} ${units[i]}` : `${Math.round(value)} B`;
+}
+
+/**
+ * `CPU 57%, memory 1.2 GiB, GPU 93%, GPU memory 10.2 GiB`: the same words as the
+ * cell's dashboard (jupyter_ddl/widgets/state.py format_resources).
+ */
+export function formatResources(values: Record<string, number> | undefined): string {
+  const v = values ?? {};
+  const out: string[] = [];
+  if (v.cpu_percent !== undefined) {
+    out.push(`CPU ${Math.round(v.cpu_percent)}%`);
+  }
+  if (v.memory_mb !== undefined) {
+    out.push(`memory ${bytes(v.memory_mb * 2 ** 20)}`);
+  } else if (v.memory_bytes !== undefined) {
+    out.push(`memory ${bytes(v.memory_bytes)}`);
+  }
+  if (v.gpu_util_percent !== undefined) {
+    out.push(`GPU ${Math.round(v.gpu_util_percent)}%`);
+  }
+  if (v.gpu_memory_mb !== undefined) {
+    out.push(`GPU memory ${bytes(v.gpu_memory_mb * 2 ** 20)}`);
+  }
+  if (v.cpu !== undefined && v.cpu_percent === undefined) {
+    out.push(`CPU ${Math.round(v.cpu * 100)}%`); // metrics.k8s.io: cores
+  }
+  return out.join(', ');
+}
+
 /** Make an element with a class and optional text. */
 export function el<K extends keyof HTMLElementTagNameMap>(
   tag: K,

@@ -8,11 +8,11 @@ import { refreshIcon, stopIcon, Toolbar, ToolbarButton } from '@jupyterlab/ui-co
 import { Panel, Widget } from '@lumino/widgets';
 
 import { MetricsChart } from './chart';
-import { basename, el, formatElapsed, stateIcon } from './format';
+import { basename, el, formatElapsed, formatResources, replicaLabel, stateIcon } from './format';
 import { JobModel } from './jobmodel';
 import { JobLogs } from './logview';
 import { buildCharts } from './series';
-import { IJobDetail, IReplica } from './tokens';
+import { IJobDetail, IReplica, IRootCause } from './tokens';
 
 export class JobView extends Panel {
   constructor(readonly model: JobModel) {
@@ -84,6 +84,11 @@ export class JobView extends Panel {
     const ids = job.replicas.map(r => r.id);
     this._chart.setCharts(buildCharts(this.model.points, ids));
     this._logs.setReplicas(ids);
+    const root = job.root_cause?.replica;
+    if (root && root !== this._shownRoot) {
+      this._shownRoot = root; // once: the user may pick another tab afterwards
+      this._logs.showReplica(root);
+    }
   }
 
   private _renderHeader(job: IJobDetail): void {
@@ -102,13 +107,19 @@ export class JobView extends Panel {
       `${job.strategy} · ${job.backend}${image}${ready} · ${formatElapsed(job.elapsed)}`
     );
     const parts: HTMLElement[] = [title, meta];
+    if (job.backoff_limit !== undefined && job.backoff_limit !== null) {
+      const used = `restarts ${job.restarts ?? 0} of ${job.backoff_limit} (backoff limit, every replica together)`;
+      parts.push(el('div', 'jp-DDL-backoff', used));
+    }
     if (job.notebook || job.cell_id) {
       const where = [job.notebook ? basename(job.notebook) : '', job.cell_id ? `cell ${job.cell_id}` : ''];
       const source = el('div', 'jp-DDL-jobsource', `from ${where.filter(Boolean).join(' · ')}`);
       source.title = job.notebook ?? '';
       parts.push(source);
     }
-    if (job.message) {
+    if (job.root_cause) {
+      parts.push(this._rootCause(job.root_cause, job.replicas));
+    } else if (job.message) {
       parts.push(el('div', 'jp-DDL-message', job.message));
     }
     if (this.model.error) {
@@ -117,15 +128,43 @@ export class JobView extends Panel {
     this._header.replaceChildren(...parts);
   }
 
+  /** The replica that failed first, the end of its own traceback, then its consequences. */
+  private _rootCause(cause: IRootCause, replicas: IReplica[]): HTMLElement {
+    const box = el('div', 'jp-DDL-rootcause');
+    box.dataset.replica = cause.replica;
+    const head = el('div', 'jp-DDL-rootcause-head');
+    head.appendChild(el('b', '', 'Root cause: '));
+    head.appendChild(el('span', '', `${replicaLabel(cause.replica, cause.rank)} failed first — ${cause.summary}`));
+    head.onclick = () => this._logs.showReplica(cause.replica);
+    box.appendChild(head);
+    if (cause.tail.length) {
+      box.appendChild(el('pre', 'jp-DDL-rootcause-tail', cause.tail.join('\n')));
+    }
+    for (const c of cause.consequences) {
+      const known = replicas.find(r => r.id === c.replica);
+      const line = `then ${replicaLabel(c.replica, c.rank ?? known?.rank)}: ${c.symptom} (a consequence)`;
+      box.appendChild(el('div', 'jp-DDL-consequence', line));
+    }
+    return box;
+  }
+
   private _renderTable(replicas: IReplica[]): void {
     const head = el('tr');
-    for (const h of ['replica', 'state', 'restarts', 'exit code', 'message']) {
+    for (const h of ['replica', 'state', 'restarts', 'exit code', 'resources', 'message']) {
       head.appendChild(el('th', '', h));
     }
     const rows = replicas.map(r => {
       const tr = el('tr');
       tr.dataset.replica = r.id;
-      for (const cell of [r.id, r.state, String(r.restarts), r.exit_code ?? '', r.message ?? '']) {
+      const cells = [
+        replicaLabel(r.id, r.rank),
+        r.state,
+        String(r.restarts),
+        r.exit_code ?? '',
+        formatResources(r.resources),
+        r.message ?? ''
+      ];
+      for (const cell of cells) {
         tr.appendChild(el('td', '', String(cell)));
       }
       tr.onclick = () => this._logs.showReplica(r.id);
@@ -137,6 +176,7 @@ export class JobView extends Panel {
 
   private _header = el('div');
   private _table = el('table');
+  private _shownRoot: string | null = null;
   private _cancel = new ToolbarButton({
     icon: stopIcon,
     label: 'Cancel',

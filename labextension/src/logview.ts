@@ -11,7 +11,7 @@ import { Panel, Widget } from '@lumino/widgets';
 
 import { el } from './format';
 import { followLogs } from './request';
-import { ILogLine, METRIC_MARKER } from './tokens';
+import { ILogLine } from './tokens';
 
 const MAX_LINES = 5000;
 const RETRY_MS = [1000, 2000, 5000, 10000];
@@ -165,10 +165,7 @@ export class JobLogs extends Panel {
       }
       this._next.set(line.replica, line.offset + 1);
       this._received++;
-      // stop-gap until the job API leaves the report() markers out of the log lines
-      if (!line.text.includes(METRIC_MARKER)) {
-        fresh.push(line);
-      }
+      fresh.push(line);
     }
     this._pane.get(ALL)?.append(fresh, true);
     const byReplica = new Map<string, ILogLine[]>();

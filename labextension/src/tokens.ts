@@ -11,13 +11,6 @@ export namespace CommandIDs {
   export const refresh = 'jupyter-ddl:refresh';
 }
 
-/**
- * Stop-gap: the job API still delivers the `report()` marker lines among the log
- * lines; the log views drop them until it no longer does. Same text as
- * jupyter_ddl.metrics.METRIC_MARKER.
- */
-export const METRIC_MARKER = '@@ddl-metric@@';
-
 export type JobState =
   | 'Pending'
   | 'Created'
@@ -66,16 +59,35 @@ export interface IReplica {
   id: string;
   role: string;
   index: number;
+  /** its node rank; null outside the collective (PS, launcher) and for elastic jobs */
+  rank?: number | null;
   state: string;
   restarts: number;
   exit_code: number | null;
   message: string | null;
   pod: string | null;
+  /** what it uses now: cpu_percent, memory_mb, gpu_util_percent, gpu_memory_mb... */
+  resources?: Record<string, number>;
+  /** its latest training metrics */
+  metrics?: Record<string, number>;
+}
+
+/** Which replica failed first, and which failures followed from it. */
+export interface IRootCause {
+  replica: string;
+  rank: number | null;
+  summary: string;
+  tail: string[];
+  consequences: { replica: string; rank: number | null; symptom: string }[];
 }
 
 export interface IJobDetail extends IJobSummary {
   code_digest: string | null;
   replicas: IReplica[];
+  /** restarts of every replica together, against the one backoff limit */
+  restarts?: number;
+  backoff_limit?: number | null;
+  root_cause?: IRootCause | null;
   spec: {
     strategy: string;
     replicas: Record<string, number>;

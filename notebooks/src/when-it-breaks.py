@@ -44,9 +44,10 @@ def failed_first(name):
 # all-reduce; ranks 0 and 1 are already in it. `--restart-policy Never` keeps the
 # crash from being retried, so we see it at once.
 #
-# **What you should see:** the cell fails with one line, `job ... failed: ...`. Read
-# it closely: it may name a replica that only *noticed* the crash (its error says
-# "Connection closed by peer"), not the one that crashed.
+# **What you should see:** the cell fails with one line, `job ... failed: worker-1 ·
+# rank 2 failed first: exit code 3; then ...`. It names the replica that failed first
+# and its rank; the replicas after "then" only *noticed* the crash (their error says
+# "Connection closed by peer").
 
 # %% raises
 %%distribute --strategy torch-ddp --replicas 3 --restart-policy Never --wait

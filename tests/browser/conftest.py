@@ -54,6 +54,7 @@ def lab(tmp_path, data_dir):
         d.mkdir()
     (dirs["JUPYTER_DATA_DIR"] / "labextensions").mkdir()
     (dirs["JUPYTER_DATA_DIR"] / "labextensions" / "jupyter-ddl").symlink_to(BUILT)
+    _link_widget_manager(dirs["JUPYTER_DATA_DIR"] / "labextensions")
     # the server extension is switched on by the very file the wheel installs
     enable = dirs["JUPYTER_CONFIG_DIR"] / "jupyter_server_config.d"
     enable.mkdir()
@@ -110,6 +111,17 @@ def lab(tmp_path, data_dir):
             proc.kill()
             proc.wait(5)
         log.close()
+
+
+def _link_widget_manager(labextensions: Path) -> None:
+    """ipywidgets' front end (the cells' dashboards and form), from where pip put it: a
+    virtual environment over a shared interpreter has it in the base one's share/."""
+    for prefix in dict.fromkeys((sys.prefix, sys.base_prefix)):
+        found = Path(prefix) / "share/jupyter/labextensions/@jupyter-widgets/jupyterlab-manager"
+        if found.is_dir():
+            (labextensions / "@jupyter-widgets").mkdir()
+            (labextensions / "@jupyter-widgets" / "jupyterlab-manager").symlink_to(found)
+            return
 
 
 def _wait_ready(url: str, proc: subprocess.Popen, log: Path, timeout: float = 60) -> None:

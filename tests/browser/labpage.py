@@ -8,6 +8,8 @@ import struct
 from pathlib import Path
 from typing import Any
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
 #: records when each job row first appears and when it first shows each state, in Unix
 #: seconds of the browser's clock (the same clock as the job API's timestamps here)
 ROW_TIMES_JS = """() => {
@@ -80,6 +82,17 @@ class LabPage:
     def open_notebook(self, name: str) -> None:
         self.open(f"lab/tree/{name}")
         self.page.wait_for_selector(".jp-Notebook .jp-Cell .cm-content", timeout=60_000)
+        self.page.wait_for_selector(
+            '.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=60_000
+        )
+        # On a loaded machine the kernel specs can arrive after the notebook opened and
+        # JupyterLab then asks which kernel to start; the notebook names python3: take it.
+        ask = self.page.locator(".jp-Dialog:has-text('Select Kernel') .jp-mod-accept")
+        try:
+            ask.wait_for(timeout=1500)
+        except PlaywrightTimeout:
+            return
+        ask.click()
         self.page.wait_for_selector(
             '.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=60_000
         )

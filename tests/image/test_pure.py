@@ -18,7 +18,6 @@ import pytest
 from jupyter_ddl.errors import RegistryError, ValidationError
 from jupyter_ddl.image.append import LABEL_CODE_DIGEST, append, code_changes
 from jupyter_ddl.image.auth import merge_scopes, parse_challenge, token_request
-from jupyter_ddl.image.builder import derive_tag
 from jupyter_ddl.image.credentials import Credential, CredentialStore
 from jupyter_ddl.image.layer import CODE_DIR, build_layer
 from jupyter_ddl.image.manifest import (
@@ -30,6 +29,7 @@ from jupyter_ddl.image.manifest import (
     select_platform,
     sha256_digest,
 )
+from jupyter_ddl.image.plan import image_tag
 from jupyter_ddl.image.progress import TextProgress, render_bar
 from jupyter_ddl.image.reference import is_loopback, parse_reference, parse_repository
 from jupyter_ddl.models import CodeBundle
@@ -192,17 +192,17 @@ def test_platform_selection_and_canonical_json():
 
 def test_tag_follows_the_content():
     base = parse_reference("r.io/base:1")
-    t = derive_tag(BUNDLE, base, "sha256:" + "a" * 64, "linux/amd64")
-    assert t == derive_tag(BUNDLE, base, "sha256:" + "a" * 64, "linux/amd64")
+    t = image_tag(BUNDLE, base.name, "sha256:" + "a" * 64, "linux/amd64")
+    assert t == image_tag(BUNDLE, base.name, "sha256:" + "a" * 64, "linux/amd64")
     assert t.startswith(f"code-{BUNDLE.short_digest}-") and len(t) <= 128
     other = CodeBundle(files={**BUNDLE.files, "main.py": b"print(2)\n"}, source_notebook="nb.ipynb")
     assert (
         len(
             {
                 t,
-                derive_tag(other, base, "sha256:" + "a" * 64, "linux/amd64"),
-                derive_tag(BUNDLE, base, "sha256:" + "b" * 64, "linux/amd64"),
-                derive_tag(BUNDLE, base, "sha256:" + "a" * 64, "linux/arm64"),
+                image_tag(other, base.name, "sha256:" + "a" * 64, "linux/amd64"),
+                image_tag(BUNDLE, base.name, "sha256:" + "b" * 64, "linux/amd64"),
+                image_tag(BUNDLE, base.name, "sha256:" + "a" * 64, "linux/arm64"),
             }
         )
         == 4

@@ -15,12 +15,8 @@ import pytest
 
 from jupyter_ddl.config import Config
 from jupyter_ddl.errors import RegistryError
-from jupyter_ddl.image.selection import (
-    choose_base,
-    notebook_pod_image,
-    notebook_slug,
-    target_repository,
-)
+from jupyter_ddl.image.plan import notebook_slug, plan_image
+from jupyter_ddl.image.selection import notebook_pod_image
 from jupyter_ddl.manager import JobManager
 from jupyter_ddl.models import JobSpec
 from tests.support.require import module
@@ -112,33 +108,35 @@ def in_pod(certs: Certs, tmp_path: Path) -> Iterator[tuple[dict[str, str], Path,
 def test_slug_and_target():
     assert notebook_slug("work/Train Model (v2).ipynb") == "train-model-v2"
     assert notebook_slug(None) == notebook_slug("???.ipynb") == "notebook"
-    assert (
-        target_repository(Config(registry="r.io:5000/team/"), "a/MNIST.ipynb")
-        == "r.io:5000/team/ddl-mnist"
-    )
-    with pytest.raises(RegistryError, match="no image registry is configured") as e:
-        target_repository(Config(), "x.ipynb")
-    assert "\n" not in str(e.value) and "%ddl config registry=" in str(e.value)
+    spec = JobSpec(name="j", strategy="torch-ddp", notebook="a/MNIST.ipynb")
+    plan = plan_image(spec, None, Config(registry="r.io:5000/team/"))
+    assert plan.repository == "r.io:5000/team/ddl-mnist" and plan.in_image
+    assert plan.reference == "r.io:5000/team/ddl-mnist:code-nocode-<base digest>"
+    unshipped = plan_image(spec, None, Config())  # no registry: the base runs a ConfigMap
+    assert (unshipped.repository, unshipped.reference) == (None, Config().base_images["pytorch"])
 
 
 def test_base_choice_order(in_pod):
     env, sa, api = in_pod
     cfg = Config()
     spec = JobSpec(name="j", strategy="torch-ddp")
-    assert (
-        choose_base(JobSpec(name="j", strategy="torch-ddp", image="mine:1"), cfg, env, sa)
-        == "mine:1"
-    )
-    assert choose_base(spec, cfg, env, sa) == "reg.io/team/nb:3"  # the notebook's own container
-    assert api.seen == [
-        ("/api/v1/namespaces/kubeflow-user/pods/my-notebook-0", f"bearer {TOKEN}")
-    ]  # the client spells it so
+
+    def base(s: JobSpec, e: dict[str, str], c: Config = cfg) -> str:
+        return plan_image(s, None, c, notebook_pod_image(e, sa)).base
+
+    assert base(JobSpec(name="j", strategy="torch-ddp", image="mine:1"), env) == "mine:1"
+    assert base(spec, env) == "reg.io/team/nb:3"  # the notebook's own container
+    assert api.seen[-1] == (
+        "/api/v1/namespaces/kubeflow-user/pods/my-notebook-0",
+        f"bearer {TOKEN}",
+    )  # the client spells it so
     # another pod name (not readable) or no pod at all: the framework default
-    assert choose_base(spec, cfg, {**env, "HOSTNAME": "other-0"}, sa) == cfg.base_images["pytorch"]
-    assert choose_base(spec, cfg, {}, sa) == cfg.base_images["pytorch"]
+    assert base(spec, {**env, "HOSTNAME": "other-0"}) == cfg.base_images["pytorch"]
+    assert base(spec, {}) == cfg.base_images["pytorch"]
     assert notebook_pod_image({**env, "KUBERNETES_SERVICE_PORT": "1"}, sa) is None  # API down
-    with pytest.raises(RegistryError, match="no base image for pytorch"):
-        choose_base(spec, Config(base_images={}), {}, sa)
+    with pytest.raises(RegistryError, match="no base image for pytorch") as e:
+        base(spec, {}, Config(base_images={}))
+    assert "\n" not in str(e.value) and "%ddl config base_images=" in str(e.value)
 
 
 def test_manager_build_image_end_to_end(plain_registry, layouts, docker_config, monkeypatch):

@@ -38,7 +38,7 @@ def test_code_ships_as_an_image_layer_and_missing_images_are_caught(make_backend
     b.submit(spec, build_bundle("print('from the image')\n"))
     job = double.store.get("kubeflow.org/v1/pytorchjobs", "team-a", spec.name)
     container = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
-    assert container["image"].startswith(f"{registry.host}/team/jupyter-ddl@sha256:")
+    assert container["image"].startswith(f"{registry.host}/team/ddl-notebook@sha256:")
     assert not [
         v
         for v in job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"].get("volumes", [])
@@ -67,7 +67,7 @@ def test_a_deepspeed_trainjob_ships_its_code_to_the_node_pods_too(make_backend, 
                    command=["python", "-c", "pass"])  # fmt: skip
     b.submit(spec, build_bundle("print('everywhere')\n"))
     job = double.store.get("trainer.kubeflow.org/v1alpha1/trainjobs", "team-a", spec.name)
-    assert job["spec"]["trainer"]["image"].startswith(f"{registry.host}/team/jupyter-ddl@sha256:")
+    assert job["spec"]["trainer"]["image"].startswith(f"{registry.host}/team/ddl-notebook@sha256:")
     assert double.store.get("core/v1/configmaps", "team-a", f"{spec.name}-code") is not None
     selector = (
         f"jobset.sigs.k8s.io/replicatedjob-name=node,jobset.sigs.k8s.io/jobset-name={spec.name}"
@@ -79,4 +79,39 @@ def test_a_deepspeed_trainjob_ships_its_code_to_the_node_pods_too(make_backend, 
     code = [v for v in node[0]["spec"]["volumes"] if v["name"] == "ddl-code"]
     assert code and code[0]["configMap"]["name"] == f"{spec.name}-code"
     assert node[0]["spec"]["containers"][0]["image"] != job["spec"]["trainer"]["image"]
+    b.cancel(spec.name)
+
+
+def test_build_only_then_submit_pushes_nothing_new(make_backend, double, registry, monkeypatch):
+    """``--build-only``, the dry run and the submit follow one image plan: the submit
+    finds the image the build pushed (same digest), the dry run names its repository,
+    base and code tag, and the reference reaches ``%ddl status``."""
+    from jupyter_ddl.dryrun import render_yaml
+    from jupyter_ddl.manager import JobManager
+    from jupyter_ddl.widgets.state import DashboardState
+    from jupyter_ddl.widgets.text import header_text
+
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)  # not in a notebook pod
+    b = make_backend(registry=f"{registry.host}/team", insecure_registries=[registry.host],
+                     base_images={"pytorch": f"{registry.host}/base:1"})  # fmt: skip
+    spec = JobSpec(name=f"same-{uuid.uuid4().hex[:6]}", strategy="torch-ddp", replicas={"Master": 1},
+                   notebook="work/Same Cell.ipynb", command=["python", "-c", "pass"])  # fmt: skip
+    bundle = build_bundle("print('built once')\n")
+    built = JobManager(config=b.config).build_image(spec, bundle)
+    assert built.pushed and built.repository == f"{registry.host}/team/ddl-same-cell"
+
+    dry = render_yaml(spec, bundle, config=b.config)
+    planned = f"{built.repository}:code-{bundle.short_digest}-"
+    assert f"image: {planned}" in dry and f"on {registry.host}/base:1," in dry
+    assert built.tag.startswith(f"code-{bundle.short_digest}-")
+
+    handle = b.submit(spec, bundle)
+    assert (handle.image, handle.image_pushed) == (built.pull_ref, False)  # nothing new
+    job = double.store.get("kubeflow.org/v1/pytorchjobs", "team-a", spec.name)
+    container = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    assert container["image"] == built.pull_ref
+    status = b.get(spec.name)
+    assert (status.image, status.image_pushed) == (built.pull_ref, False)
+    text = header_text(DashboardState.of_status(status))
+    assert f"image {built.pull_ref} (already in the registry, nothing uploaded)" in text
     b.cancel(spec.name)

@@ -14,7 +14,6 @@ from jupyter_ddl.backends.local.jobdir import (
     format_log_line,
     parse_log_line,
     parse_log_lines,
-    parse_stamp,
 )
 from jupyter_ddl.backends.local.logs import (
     READ_BUDGET,
@@ -26,6 +25,7 @@ from jupyter_ddl.backends.local.logs import (
 )
 from jupyter_ddl.metrics import _CANDIDATE, KNOWN, parse_metric_line
 from jupyter_ddl.models import EventKind, JobEvent, JobState, LogLine
+from jupyter_ddl.timestamps import parse as parse_stamp
 
 from .conftest import submit, wait
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from jupyter_ddl.backends.base import Backend
 from jupyter_ddl.contract import replica_ids
 from jupyter_ddl.errors import JobConflict, JobNotFound
+from jupyter_ddl.metrics import is_metric_line
 from jupyter_ddl.models import (
     Capabilities,
     CodeBundle,
@@ -85,9 +86,12 @@ class FakeBackend(Backend):
         lines.append(text)
         self._emit(name, JobEvent(EventKind.LOG, name, replica=replica, log=line))
 
-    def metric(self, name: str, replica: str, step: int, **values: float) -> None:
+    def metric(self, name: str, replica: str, step: int, source="report", **values: float) -> None:
         self._emit(
-            name, JobEvent(EventKind.METRIC, name, replica=replica, metrics=values, step=step)
+            name,
+            JobEvent(
+                EventKind.METRIC, name, replica=replica, metrics=values, step=step, source=source
+            ),
         )
 
     def resource(self, name: str, replica: str, **values: float) -> None:
@@ -128,14 +132,17 @@ class FakeBackend(Backend):
                 if ev.kind == EventKind.STATUS and ev.status and ev.status.state.finished:
                     return
 
-    def logs(self, name, *, replica=None, offset=0, tail=None, follow=False, stop=None):
+    def logs(self, name, *, replica=None, offset=0, tail=None, follow=False, stop=None, raw=False):
         job = self._job(name)
         for rid, lines in job.lines.items():
             if replica not in (None, rid):
                 continue
-            start = max(offset, len(lines) - tail) if tail is not None else offset
-            for n in range(start, len(lines)):
-                yield LogLine(rid, n, lines[n])
+            kept = [n for n, t in enumerate(lines) if raw or not is_metric_line(t)]
+            if tail is not None:
+                kept = kept[len(kept) - tail :] if tail else []
+            for n in kept:
+                if n >= offset:
+                    yield LogLine(rid, n, lines[n])
 
     def cancel(self, name: str) -> JobStatus:
         self.cancelled.append(name)

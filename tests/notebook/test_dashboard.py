@@ -1,4 +1,5 @@
-"""The dashboard: bounded state, coalesced rendering, final static output, widget view."""
+"""The dashboard: bounded state, coalesced rendering, the record that replaces the live
+view in the same output, widget view."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from jupyter_ddl.models import EventKind, JobEvent, LogLine
-from jupyter_ddl.widgets.chart import svg_chart
+from jupyter_ddl.widgets.chart import svg_charts
 from jupyter_ddl.widgets.dashboard import Dashboard
 from jupyter_ddl.widgets.follow import Follower
 from jupyter_ddl.widgets.state import DashboardState
@@ -48,13 +49,14 @@ def test_state_keeps_bounded_buffers():
         st.apply(_log("worker-0", n, f"line {n}"))
         st.apply(
             JobEvent(
-                EventKind.METRIC, "j", replica="worker-0", metrics={"loss": 1 / (n + 1)}, step=n
+                EventKind.METRIC, "j", replica="worker-0", metrics={"loss": 1 / (n + 1)}, step=n,
+                source="report",
             )
-        )
+        )  # fmt: skip
     v = st.replicas["worker-0"]
     assert len(v.lines) == 50 and v.lines[-1] == "line 999" and v.line_count == 1000
     assert len(st.merged) == 50
-    pts = v.metrics["loss"]
+    pts = v.metrics[("loss", "report")]
     assert len(pts) <= 40 and pts[0][0] == 0 and pts[-1][0] == 999  # whole run, fewer points
     assert st.latest_metric("worker-0") == "loss=0.001"
 
@@ -107,12 +109,18 @@ def test_text_view_final_output_has_state_replica_lines_and_an_svg_chart(manager
     fake.resource("t1", "master-0", cpu_percent=55.0, memory_rss=2.5 * 2**30)
     fake.finish("t1")
     assert dash.wait(5)
-    summary, chart = rec.outputs[-2], rec.outputs[-1]
-    assert "Succeeded" in summary["text/plain"]
-    assert "[master-0] master-0 says <4>" in summary["text/plain"]
-    assert "worker-0 says &lt;4&gt;" in summary["text/html"]  # escaped
-    assert "55%" in summary["text/plain"] and "2.5 GiB" in summary["text/plain"]
-    svg = ET.fromstring(chart["image/svg+xml"])
+    assert len(rec.outputs) == 1 and rec.updates >= 1  # one output, the record replaced it
+    record = rec.outputs[0]
+    assert set(record) == {"text/html", "text/plain"}
+    assert "Succeeded" in record["text/plain"]
+    assert "[master-0] master-0 says <4>" in record["text/plain"]
+    assert "worker-0 says &lt;4&gt;" in record["text/html"]  # escaped
+    assert "55%" in record["text/plain"] and "2.5 GiB" in record["text/plain"]
+    assert "%ddl attach t1" in record["text/plain"] and "<script" not in record["text/html"]
+    html = record["text/html"]
+    svg = ET.fromstring(html[html.index("<svg") : html.index("</svg>") + 6])
+    panels = [e for e in svg.iter() if e.tag.endswith("}g") and e.get("data-metric")]
+    assert sorted(e.get("data-metric") for e in panels) == ["accuracy", "loss"]
     lines = [e for e in svg.iter() if e.tag.endswith("polyline")]
     assert len(lines) == 4  # 2 metrics × 2 replicas
 
@@ -136,26 +144,55 @@ def test_widget_view_tabs_cancel_and_detach(manager, fake):
     assert view.tabs.titles == ("all", "master-0", "worker-0", "worker-1")
     assert "hello from worker-1" in view.replica_logs["worker-1"].value
     assert "[worker-0]" in view.merged.value  # merged view carries a prefix per replica
+    live = rec.outputs[0]
+    assert live["application/vnd.jupyter.widget-view+json"]["model_id"] == view.box.model_id
     view.cancel_button.click()
     assert dash.wait(5) and fake.cancelled == ["w1"]
-    assert "Cancelled" in view.header.value and view.cancel_button.disabled
+    assert view.cancel_button.disabled
+    record = rec.outputs[0]  # the same output now holds the record, and no widget
+    assert "application/vnd.jupyter.widget-view+json" not in record
+    assert "Cancelled" in record["text/plain"] and "hello from worker-1" in record["text/html"]
 
-    other = Dashboard(manager, "w2", widgets=True, display=Recorder()).start()
+    other_rec = Recorder()
+    other = Dashboard(manager, "w2", widgets=True, display=other_rec).start()
     other.view.detach_button.click()
-    assert other.wait(5) and "detached" in other.view.header.value
+    assert other.wait(5) and "detached" in other_rec.outputs[0]["text/plain"]
     assert fake.jobs["w2"].status.state.value == "Pending"  # detaching leaves the job alone
 
 
-def test_chart_is_valid_svg_and_escapes_names():
-    svg = svg_chart(
-        {"a<b": {"loss": [(0, 1.0), (1, float("nan")), (2, 0.5)]}, "w-1": {"loss": [(0, 2.0)]}},
+def test_widget_view_says_disconnected_when_its_kernel_is_gone(manager, fake):
+    """The front end marks the views of a dead kernel's widgets with the class
+    jupyter-widgets-disconnected; the dashboard carries the rules that then show the
+    note and make its buttons inert (checked in a real browser in tests/browser)."""
+    require.module("ipywidgets")
+    from jupyter_ddl.bundle import build_bundle
+    from jupyter_ddl.models import JobSpec
+
+    manager.submit(JobSpec("k1", "torch-ddp", {"Master": 1}), build_bundle("x=1"))
+    dash = Dashboard(manager, "k1", widgets=True, display=Recorder()).start()
+    view = dash.view
+    assert "ddl-dashboard" in view.box._dom_classes
+    assert "ddl-live-button" in view.cancel_button._dom_classes
+    note = view.offline.value
+    assert "disconnected" in note and "%ddl attach k1" in note
+    assert ".jupyter-widgets-disconnected .ddl-offline" in note
+    dash.detach()
+    dash.wait(5)
+
+
+def test_charts_are_valid_svg_and_escape_names():
+    svg = svg_charts(
+        {
+            ("loss", "report"): {"a<b": [(0, 1.0), (1, float("nan")), (2, 0.5)], "w-1": [(0, 2.0)]},
+        },
         {"a<b": "#123456", "w-1": "#654321"},
+        {"a<b": "a<b · rank 0"},
         title="job & co",
     )
     root = ET.fromstring(svg)
     texts = [e.text for e in root.iter() if e.tag.endswith("text")]
-    assert "job & co" in texts and "a<b" in texts
-    assert svg_chart({}, {}) == ""
+    assert "job & co" in texts and "a<b · rank 0" in texts
+    assert svg_charts({}, {}) == ""
 
 
 def test_fake_backend_is_a_real_backend_subclass():

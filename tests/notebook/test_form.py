@@ -14,12 +14,17 @@ def _widgets():
     require.module("ipywidgets")
 
 
-def _form(calls, notebook="nb.ipynb", backends=("local", "kubernetes")):
+def _form(calls, notebook="nb.ipynb", backends=("local", "kubernetes"), names=None):
+    def dry_run(a):
+        calls.append(("dry_run", a))
+        return f"apiVersion: kubeflow.org/v1\nname: {a.name}\n" + "x: 1\n" * 150
+
     return DistributeForm(
         submit=lambda a: calls.append(("submit", a)),
-        dry_run=lambda a: calls.append(("dry_run", a)),
+        dry_run=dry_run,
         backends=list(backends),
         notebook=notebook,
+        new_name=names,
     )
 
 
@@ -138,5 +143,90 @@ def test_distribute_without_strategy_shows_the_form_and_submit_goes_through_the_
     assert spec.name == "from-form" and spec.replicas == {"Master": 1, "Worker": 2}
     assert "K = 2" in bundle.files["cell.py"].decode()
     assert "from-form" in magics.dashboards
-    form.submit_button.click()  # same name again: the backend's conflict shows inline
-    assert "exists" in form.error.value
+    form.submit_button.click()  # a second click while the job runs starts nothing
+    assert len(fake.submitted) == 1
+    form.another_button.click()  # on purpose: the same name again, the conflict shows inline
+    form.name.value = "from-form"
+    form.submit_button.click()
+    assert "exists" in form.error.value and len(fake.submitted) == 1
+
+
+def test_the_strategy_survives_switching_framework_tabs(data_dir):
+    form = _form([])
+    form.framework.value = "pytorch"
+    form.strategy.value = "torch-elastic"
+    form.framework.value = "tensorflow"
+    form.strategy.value = "tf-parameter-server"
+    form.framework.value = "mpi"
+    form.framework.value = "pytorch"
+    assert form.strategy.value == "torch-elastic"
+    form.framework.value = "tensorflow"
+    assert form.strategy.value == "tf-parameter-server"
+
+
+def test_the_dry_run_shows_the_name_submit_uses_and_stays_collapsed(data_dir):
+    calls: list = []
+    names = iter(["nb-cell1-aaaaa", "nb-cell1-bbbbb", "nb-cell1-ccccc"])
+    form = _form(calls, names=lambda: next(names))
+    assert form.name.placeholder == "nb-cell1-aaaaa" and form.dry_run_box.layout.display == "none"
+    form.dry_run_button.click()
+    form.submit_button.click()
+    (_, dry), (_, sub) = calls
+    assert dry.name == sub.name == "nb-cell1-aaaaa"
+    assert "nb-cell1-aaaaa" in form.dry_run_text.value
+    assert form.dry_run_box.selected_index is None  # collapsed: 150 lines do not push
+    assert form.dry_run_box.titles[0].startswith("Dry run of nb-cell1-aaaaa: 152 lines")
+    assert form.name.placeholder == "nb-cell1-bbbbb"  # the next job's name, shown already
+    form.another_button.click()
+    form.dry_run_button.click()
+    form.submit_button.click()
+    assert calls[-2][1].name == calls[-1][1].name == "nb-cell1-bbbbb"
+
+
+def test_submit_waits_for_the_job_unless_submit_another(data_dir):
+    calls: list = []
+    form = _form(calls)
+    assert form.another_button.layout.display == "none"
+    form.submit_button.click()
+    form.submit_button.click()  # a double click: the second one starts nothing
+    assert [c[0] for c in calls] == ["submit"]
+    assert form.submit_button.disabled and form.another_button.layout.display is None
+    form.job_ended()  # the dashboard says the job ended
+    assert not form.submit_button.disabled and form.another_button.layout.display == "none"
+    form.submit_button.click()
+    form.another_button.click()
+    assert not form.submit_button.disabled
+    form.submit_button.click()
+    assert [c[0] for c in calls] == ["submit"] * 3 and form.running == 2
+    form.job_ended()
+    assert form.submit_button.disabled  # one of the two still runs
+    form.job_ended()
+    assert not form.submit_button.disabled
+
+
+def test_the_form_retires_to_a_note_with_the_same_flags_once_its_jobs_ended(data_dir):
+    from jupyter_ddl.magic_args import parse_line
+    from jupyter_ddl.widgets.form import flag_line
+
+    calls: list = []
+    notes: list[tuple[str, str]] = []
+    count = iter(range(1, 9))
+    form = _form(calls, names=lambda: f"nb-cell-{next(count)}")
+    form.retire = lambda html, text: notes.append((html, text))
+    form.replicas.value = 3
+    form.gpus.value = 0
+    form.submit_button.click()
+    form.another_button.click()
+    form.submit_button.click()
+    form.job_ended()
+    assert notes == []  # one of the two still runs: the form stays
+    form.job_ended()
+    assert len(notes) == 1
+    html, text = notes[0]
+    names = [c[1].name for c in calls]
+    assert all(n and n in text for n in names) and "ddl-form-note" in html
+    line = flag_line(calls[-1][1])
+    assert line in text
+    # the line is one the magic reads back into the same choice (but the name)
+    again = parse_line(line.removeprefix("%%distribute "))
+    assert (again.strategy, again.replicas) == (calls[-1][1].strategy, 3)

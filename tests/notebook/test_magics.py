@@ -155,7 +155,7 @@ def test_wait_blocks_until_the_job_ends_and_the_dashboard_saw_everything(shell, 
     dash = magics.dashboards["w1"]
     assert not dash.running and dash.state.state == "Succeeded"
     assert list(dash.state.replicas["master-0"].lines)[-1].startswith("step 4")
-    assert [p[1] for p in dash.state.replicas["master-0"].metrics["loss"]][0] == 1.0
+    assert [p[1] for p in dash.state.replicas["master-0"].metrics[("loss", "report")]][0] == 1.0
 
 
 def test_wait_on_a_failed_job_fails_the_cell_in_one_line(shell, magics, fake):

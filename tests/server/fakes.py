@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 from jupyter_ddl.backends.base import Backend
 from jupyter_ddl.errors import JobConflict, JobNotFound
+from jupyter_ddl.metrics import is_metric_line
 from jupyter_ddl.models import (
     Capabilities,
     CodeBundle,
@@ -99,7 +100,7 @@ class FakeBackend(Backend):
     def watch(self, name, *, stop=None, from_start=True) -> Iterator[JobEvent]:  # type: ignore[no-untyped-def]
         yield JobEvent(EventKind.STATUS, name, status=self._job(name).status)
 
-    def logs(self, name, *, replica=None, offset=0, tail=None, follow=False, stop=None):  # type: ignore[no-untyped-def]
+    def logs(self, name, *, replica=None, offset=0, tail=None, follow=False, stop=None, raw=False):  # type: ignore[no-untyped-def]
         job = self._job(name)
         sent = {rid: offset for rid in job.logs if replica in (None, rid)}
         if tail is not None:
@@ -113,7 +114,8 @@ class FakeBackend(Backend):
                     continue
             for line in batch:
                 sent[line.replica] = line.offset + 1
-                yield line
+                if raw or not is_metric_line(line.text):
+                    yield line
             if not follow or ended:
                 return
 

@@ -21,6 +21,7 @@ from ...errors import JobNotFound, ValidationError
 from ...kinds import KINDS, Kind
 from ...manifests import LABEL_NOTEBOOK, MANAGED_SELECTOR
 from ...manifests.common import label_value
+from ...metrics import is_metric_line
 from ...models import (
     Capabilities,
     CodeBundle,
@@ -30,6 +31,7 @@ from ...models import (
     JobState,
     JobStatus,
     LogLine,
+    replica_id,
 )
 from ..base import Backend
 from . import status as S
@@ -120,7 +122,8 @@ class KubernetesBackend(Backend):
         md = done.job["metadata"]
         self._refs[spec.name] = Ref(done.kind, md.get("namespace") or self.conn.namespace)
         return JobHandle(name=spec.name, backend=self.name, namespace=self._refs[spec.name].namespace,
-                         notebook=spec.notebook, code_digest=bundle.digest)  # fmt: skip
+                         notebook=spec.notebook, code_digest=bundle.digest, image=done.image,
+                         image_pushed=done.pushed, warnings=list(done.warnings))  # fmt: skip
 
     def get(self, name: str) -> JobStatus:
         ref, obj = self._find(name)
@@ -171,15 +174,17 @@ class KubernetesBackend(Backend):
         return watcher.events()
 
     def logs(self, name: str, *, replica: str | None = None, offset: int = 0, tail: int | None = None,
-             follow: bool = False, stop: threading.Event | None = None) -> Iterator[LogLine]:  # fmt: skip
+             follow: bool = False, stop: threading.Event | None = None,
+             raw: bool = False) -> Iterator[LogLine]:  # fmt: skip
         ref, _ = self._find(name)
         if follow:
-            return self._follow_logs(ref, name, replica, offset, tail, stop)
-        return iter(self._read_logs(ref, name, replica, offset, tail))
+            return self._follow_logs(ref, name, replica, offset, tail, stop, raw)
+        return iter(self._read_logs(ref, name, replica, offset, tail, raw))
 
     def _read_logs(
-        self, ref: Ref, name: str, replica: str | None, offset: int, tail: int | None
-    ) -> builtins.list[LogLine]:
+        self, ref: Ref, name: str, replica: str | None, offset: int, tail: int | None,
+        raw: bool = False,
+    ) -> builtins.list[LogLine]:  # fmt: skip
         out: builtins.list[LogLine] = []
         conn = self.conn.at(ref.namespace)
         pods = sorted(self._pods(ref, name), key=lambda p: ref.kind.pod_replica(p) or ("", 0))
@@ -187,7 +192,7 @@ class KubernetesBackend(Backend):
             key = ref.kind.pod_replica(pod)
             if key is None:
                 continue
-            rid = f"{key[0].lower()}-{key[1]}"
+            rid = replica_id(*key)
             if replica and rid != replica:
                 continue
             lines: builtins.list[tuple[float | None, str]] = []
@@ -197,20 +202,24 @@ class KubernetesBackend(Backend):
                 lines += [x for x in read_container(conn, pname, cname, previous=True) if x]
             lines += [x for x in read_container(conn, pname, cname) if x]
             mine = [LogLine(rid, i, text, stamp) for i, (stamp, text) in enumerate(lines)]
-            start = max(offset, len(mine) - tail) if tail is not None else offset
-            out += mine[start:]
+            if not raw:  # offsets stay those of the whole log; a tail counts what is kept
+                mine = [line for line in mine if not is_metric_line(line.text)]
+            kept = mine[len(mine) - tail :] if tail is not None and tail < len(mine) else mine
+            out += [line for line in kept if line.offset >= offset]
         return out
 
     def _follow_logs(self, ref: Ref, name: str, replica: str | None, offset: int,
-                     tail: int | None, stop: threading.Event | None) -> Iterator[LogLine]:  # fmt: skip
+                     tail: int | None, stop: threading.Event | None,
+                     raw: bool = False) -> Iterator[LogLine]:  # fmt: skip
         from ...models import EventKind
 
         floor: dict[str, int] = {}
         if tail is not None:  # where "the last tail lines" begin, per replica, right now
-            for old in self._read_logs(ref, name, replica, 0, None):
-                floor[old.replica] = old.offset + 1
-            floor = {r: max(0, n - tail) for r, n in floor.items()}
-        watcher = JobWatcher(self.conn.at(ref.namespace), ref.kind, name, stop=stop, usage_every=0)
+            for old in self._read_logs(ref, name, replica, 0, tail, raw):
+                floor.setdefault(old.replica, old.offset)
+        watcher = JobWatcher(
+            self.conn.at(ref.namespace), ref.kind, name, stop=stop, usage_every=0, raw=raw
+        )
         for ev in watcher.events():
             line = ev.log if ev.kind == EventKind.LOG else None
             if (

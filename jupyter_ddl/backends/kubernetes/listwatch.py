@@ -3,22 +3,33 @@
 Reads the API's raw JSON lines (``_preload_content=False``): objects stay dicts, and
 the client's own watch helper (which buffers whole reads with some urllib3 versions,
 so events arrive late) is not involved. A 410 Gone re-lists, and the re-list is the
-whole truth: it ends with ``(<tag>-synced, names listed)`` so the consumer forgets
-what was deleted while nobody watched (client-go's Reflector replaces its store the
-same way). Other failures reconnect with backoff; 403 and 404 end the producer with an
-``("error", (tag, exception))`` item.
+whole truth: it ends with ``Synced(names listed)`` so the consumer forgets what was
+deleted while nobody watched (client-go's Reflector replaces its store the same way).
+403 and 404 end the producer with a ``Refused`` item. Other failures reconnect after a
+bounded exponential back-off; the consumer hears ``LostContact`` (the dashboard shows
+it) once per outage: at once for an unexpected exception (logged with its
+traceback: a bug must not stall the stream unseen), after a second failure in a row
+for network trouble (a cut watch is routine and reconnects at once).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from .items import Changed, Item, LostContact, Refused, Synced, one_line
 from .logs import iter_lines
 
-Put = Callable[[tuple[str, Any]], bool]
+log = logging.getLogger(__name__)
+Put = Callable[[Item], bool]
+FIRST_DELAY, MAX_DELAY = 0.2, 10.0
+
+
+class WatchError(RuntimeError):
+    """An ERROR event of a watch other than 410 Gone (the API said what went wrong)."""
 
 
 class ListWatch:
@@ -30,43 +41,57 @@ class ListWatch:
         self._watches: set[Any] = set()  # open watch responses, cut when we stop
         self._wlock = threading.Lock()
 
-    def run(self, tag: str, list_fn: Callable[..., Any], **kw: Any) -> None:
+    def run(self, of: type[Changed], list_fn: Callable[..., Any], **kw: Any) -> None:
         """List, then watch from the list's resourceVersion, until halted."""
         from kubernetes.client import ApiException
 
-        delay, rv = 0.2, None
+        delay, rv, failures = FIRST_DELAY, None, 0
+        error: Exception
         while not (self.stop.is_set() or self._halt.is_set()):
             try:
                 if rv is None:
-                    rv = self._list(tag, list_fn, **kw)
-                rv = self._watch_from(tag, list_fn, rv, **kw)
-                delay = 0.2
+                    rv = self._list(of, list_fn, **kw)
+                rv = self._watch_from(of, list_fn, rv, **kw)
+                delay, failures = FIRST_DELAY, 0
+                continue
             except ApiException as e:
                 if e.status == 410:
                     rv = None  # history compacted: re-list from scratch
                     continue
                 if e.status in (403, 404):
-                    self._put(("error", (tag, e)))
+                    self._put(Refused(of, e))
                     return
-                self._halt.wait(delay)
-                delay = min(delay * 2, 10.0)
-            except Exception:  # noqa: BLE001 - network trouble of any kind: reconnect
-                self._halt.wait(delay)
-                delay = min(delay * 2, 10.0)
+                expected, cause, error = True, f"{e.status} {e.reason}", e
+            except Exception as e:  # noqa: BLE001 - reported and retried, never silent
+                expected, cause, error = _is_network(e) or isinstance(e, WatchError), one_line(e), e
+            if self.stop.is_set() or self._halt.is_set():
+                return  # our own cut ended it
+            failures += 1
+            if failures == 1 and not expected:
+                log.error("watching %s failed; retrying in %.1f s", of.about, delay, exc_info=error)
+            else:
+                log.info("watching %s failed (%s); retrying in %.1f s", of.about, cause, delay)
+            if failures == (2 if expected else 1):
+                self._put(LostContact(f"watching {of.about}: {cause}"))
+            self._halt.wait(delay)
+            delay = min(delay * 2, MAX_DELAY)
 
-    def _list(self, tag: str, list_fn: Callable[..., Any], **kw: Any) -> str:
+    def _list(self, of: type[Changed], list_fn: Callable[..., Any], **kw: Any) -> str:
         resp = list_fn(_preload_content=False, **kw)
         try:
             listing = json.loads(resp.data)
         finally:
             resp.release_conn()
+        rv = str(listing["metadata"]["resourceVersion"])  # first: a broken list says nothing
         items = listing.get("items") or []
         for item in items:
-            self._put((tag, ("ADDED", item)))
-        self._put((tag + "-synced", {(i.get("metadata") or {}).get("name") for i in items}))
-        return str(listing["metadata"]["resourceVersion"])
+            self._put(of("ADDED", item))
+        self._put(Synced(of, frozenset(str((i.get("metadata") or {}).get("name")) for i in items)))
+        return rv
 
-    def _watch_from(self, tag: str, list_fn: Callable[..., Any], rv: str, **kw: Any) -> str | None:
+    def _watch_from(
+        self, of: type[Changed], list_fn: Callable[..., Any], rv: str, **kw: Any
+    ) -> str | None:
         """One watch request; returns the resourceVersion to go on from (None: re-list)."""
         resp = list_fn(watch=True, resource_version=rv, timeout_seconds=30,
                        _preload_content=False, **kw)  # fmt: skip
@@ -81,9 +106,9 @@ class ListWatch:
                 if ev.get("type") == "ERROR":
                     if obj.get("code") == 410:
                         return None
-                    raise RuntimeError(f"watch error: {obj.get('message')}")
+                    raise WatchError(f"watch error: {obj.get('message')}")
                 rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
-                if ev.get("type") != "BOOKMARK" and not self._put((tag, (ev["type"], obj))):
+                if ev.get("type") != "BOOKMARK" and not self._put(of(ev["type"], obj)):
                     break
         finally:
             with self._wlock:
@@ -105,3 +130,8 @@ class ListWatch:
                     sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+
+def _is_network(e: BaseException) -> bool:
+    """Trouble of the connection (the reconnect is the remedy), not of our code."""
+    return isinstance(e, OSError) or type(e).__module__.startswith(("urllib3", "http.client"))

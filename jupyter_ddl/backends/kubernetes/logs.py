@@ -7,12 +7,11 @@ can be resumed by skipping the lines already delivered (a container's log only g
 
 from __future__ import annotations
 
-import datetime
-import functools
 import threading
 from collections.abc import Iterator
 from typing import Any
 
+from ... import timestamps
 from .connection import Connection
 from .errors import from_api_exception
 
@@ -20,25 +19,11 @@ from .errors import from_api_exception
 NOT_STARTED = ("is waiting to start", "ContainerCreating", "PodInitializing")
 
 
-@functools.lru_cache(maxsize=64)
-def _second(head: str) -> float:
-    """Epoch of ``YYYY-MM-DDTHH:MM:SS`` (UTC); cached: a log's lines share their seconds
-    and strptime would otherwise be the costliest step per line."""
-    dt = datetime.datetime.strptime(head, "%Y-%m-%dT%H:%M:%S")
-    return dt.replace(tzinfo=datetime.timezone.utc).timestamp()
-
-
 def split_timestamp(line: str) -> tuple[float | None, str]:
     """``2026-11-21T23:00:00.123456789Z text`` -> (epoch seconds, text)."""
     stamp, sep, text = line.partition(" ")
-    if not sep or not stamp.endswith("Z") or "T" not in stamp:
-        return None, line
-    head, _, frac = stamp[:-1].partition(".")
-    try:
-        base = _second(head)
-    except ValueError:
-        return None, line
-    return base + (float("0." + frac) if frac.isdigit() else 0.0), text
+    t = timestamps.parse(stamp) if sep and stamp.endswith("Z") else None
+    return (None, line) if t is None else (t, text)
 
 
 def iter_lines(

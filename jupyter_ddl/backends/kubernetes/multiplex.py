@@ -30,7 +30,6 @@ import logging
 import queue
 import selectors
 import socket
-import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -38,44 +37,15 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ...errors import DDLError
-from .chunked import Body, BodyError
 from .connection import Connection
+from .items import Batch, one_line
 from .logs import NOT_STARTED, read_container, split_timestamp
+from .logstream import FIRST_DELAY, MAX_DELAY, Stream, read_some, take_over
 
 log = logging.getLogger(__name__)
 
 OPENERS = 8  # threads for the blocking calls: short (headers, one GET), mostly waiting
 OPEN_TIMEOUT = (10.0, 30.0)  # connect, headers: a hung open must not hold an opener
-READ_CAP = 256 * 1024  # bytes read from one stream per wake-up: no stream starves others
-FIRST_DELAY, MAX_DELAY = 0.2, 5.0  # reconnect backoff while a container still runs
-
-Batch = list[tuple[float | None, str]]
-_WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
-
-
-class Stream:
-    """One container followed (possibly over several connections)."""
-
-    def __init__(self, pod: str, container: str | None, cid: str | None, rid: str) -> None:
-        self.pod, self.container, self.cid, self.rid = pod, container, cid, rid
-        self.delivered = 0  # lines handed on; a reconnect skips this many
-        self.opens = 0  # connections made so far
-        self.broken = False  # the last connection ended before the log did
-        self.delay = FIRST_DELAY
-        self.done = threading.Event()
-        self.then: list[Stream] = []  # later containers of the same replica, waiting
-        self.start: Callable[[Stream], None] | None = None  # how to begin once it may
-        self._reset()
-
-    def _reset(self) -> None:
-        self.resp: Any = None
-        self.sock: socket.socket | None = None
-        self.body: Body | None = None
-        self.pending = b""  # a line whose newline has not arrived
-        self.seen = 0  # lines of the current connection
-
-    def is_alive(self) -> bool:
-        return not self.done.is_set()
 
 
 class LogMultiplexer:
@@ -92,10 +62,11 @@ class LogMultiplexer:
         still_running: Callable[[str, str | None], bool],
         on_done: Callable[[str | None], object] = lambda cid: None,
         on_error: Callable[[str, DDLError], object] = lambda rid, err: None,
+        on_lost: Callable[[str], object] = lambda cause: None,
         openers: int = OPENERS,
     ) -> None:
         self.conn = conn
-        self.emit, self.on_done, self.on_error = emit, on_done, on_error
+        self.emit, self.on_done, self.on_error, self.on_lost = emit, on_done, on_error, on_lost
         self.still_running = still_running
         self._closed = threading.Event()
         self._lock = threading.Lock()
@@ -158,22 +129,23 @@ class LogMultiplexer:
             if start is not None:
                 self._submit(start, w)
 
-    def _submit(self, fn: Callable[..., None], *args: Any) -> None:
+    def _submit(self, fn: Callable[[Stream], None], s: Stream) -> None:
         if self._closed.is_set():
             return
         try:
-            self._pool.submit(self._guard, fn, *args)
+            self._pool.submit(self._guard, fn, s)
         except RuntimeError:  # the pool shut down meanwhile: we are closing
             pass
 
-    def _guard(self, fn: Callable[..., None], *args: Any) -> None:
+    def _guard(self, fn: Callable[..., None], s: Stream) -> None:
         try:
-            fn(*args)
-        except Exception:  # noqa: BLE001 - a pool thread must report, never vanish
-            log.exception("following a container log failed")
-            for a in args:
-                if isinstance(a, Stream) and a.is_alive():
-                    self._finish(a)
+            fn(s)
+        except Exception as e:  # noqa: BLE001 - a pool thread must report, never vanish
+            log.exception("following the log of pod %s failed; retrying", s.pod)
+            self.on_lost(f"following the log of pod {s.pod}: {one_line(e)}")
+            if s.is_alive():  # again after the stream's back-off, as a broken stream
+                s.broken = True
+                self._ended(s)
 
     # -- blocking steps (pool threads) ---------------------------------------------------
     def _open_stream(self, s: Stream) -> None:
@@ -216,7 +188,7 @@ class LogMultiplexer:
                 s.broken = True
                 return self._ended(s)
             raise
-        taken = _take_over(resp)
+        taken = take_over(resp)
         if taken is None:  # a client whose internals we do not know: a thread of its own
             threading.Thread(target=self._pump_blocking, args=(s, resp), daemon=True).start()
             return
@@ -309,22 +281,17 @@ class LogMultiplexer:
             pass
 
     def _loop(self) -> None:
+        delay = FIRST_DELAY
         try:
             while not self._closed.is_set():
-                timeout = max(0.0, self._timers[0][0] - time.monotonic()) if self._timers else 1.0
-                for key, _ in self._sel.select(timeout):
-                    if key.data is None:
-                        self._drain_wake()
-                    elif not self._closed.is_set():
-                        self._read(key.data)
-                self._inbox_commands()
-                now = time.monotonic()
-                while self._timers and self._timers[0][0] <= now:
-                    s = heapq.heappop(self._timers)[2]
-                    if s.broken or self.still_running(s.pod, s.cid):  # or ended meanwhile
-                        self._submit(self._open_stream, s)
-                    else:
-                        self._finish(s)
+                try:
+                    self._turn()
+                    delay = FIRST_DELAY
+                except Exception as e:  # noqa: BLE001 - reported; the loop goes on
+                    log.exception("the log multiplexer failed; going on in %.1f s", delay)
+                    self.on_lost(f"following the logs: {one_line(e)}")
+                    self._closed.wait(delay)
+                    delay = min(delay * 2, MAX_DELAY)
         finally:
             self._close_inbox()  # streams opened meanwhile
             for s in list(self._open):
@@ -332,6 +299,23 @@ class LogMultiplexer:
             self._sel.close()
             self._wake_r.close()
             self._wake_w.close()
+
+    def _turn(self) -> None:
+        """One wake-up: read what arrived, take commands, reopen what is due."""
+        timeout = max(0.0, self._timers[0][0] - time.monotonic()) if self._timers else 1.0
+        for key, _ in self._sel.select(timeout):
+            if key.data is None:
+                self._drain_wake()
+            elif not self._closed.is_set():
+                self._read(key.data)
+        self._inbox_commands()
+        now = time.monotonic()
+        while self._timers and self._timers[0][0] <= now:
+            s = heapq.heappop(self._timers)[2]
+            if s.broken or self.still_running(s.pod, s.cid):  # or ended meanwhile
+                self._submit(self._open_stream, s)
+            else:
+                self._finish(s)
 
     def _drain_wake(self) -> None:
         try:
@@ -373,51 +357,19 @@ class LogMultiplexer:
     def _read(self, s: Stream) -> None:
         if s.sock is None:
             return
-        parts, size, eof = [], 0, False
-        while size < READ_CAP:
-            try:
-                data = s.sock.recv(65536)
-            except _WOULD_BLOCK:
-                break
-            except OSError:
-                eof = True
-                break
-            if not data:
-                eof = True
-                break
-            parts.append(data)
-            size += len(data)
-        if parts or eof:
-            self._payload(s, b"".join(parts), eof=eof)
+        raw, eof = read_some(s.sock)
+        if raw or eof:
+            self._payload(s, raw, eof=eof)
 
     def _payload(self, s: Stream, raw: bytes, *, eof: bool) -> None:
-        """Decode what arrived, hand on its whole lines, end the connection if done."""
+        """Hand on the whole lines that arrived; end the connection if it is done."""
         if s.body is None:
             return
-        try:
-            data = s.body.feed(raw)
-        except BodyError:
-            data, eof = b"", True
-        clean = s.body.done or (eof and not s.body.chunked and s.body.left is None)
-        if data:
-            s.delay = FIRST_DELAY  # it delivers: a later cut reconnects at once
-            *lines, s.pending = (s.pending + data).split(b"\n")
-        else:
-            lines = []
-        if clean and s.pending:  # the last line of a finished log has no newline
-            lines.append(s.pending)
-            s.pending = b""
-        batch: Batch = []
-        for raw_line in lines:
-            s.seen += 1
-            if s.seen <= s.delivered:
-                continue  # delivered before a reconnect
-            s.delivered += 1
-            batch.append(split_timestamp(raw_line.decode("utf-8", "replace").rstrip("\r")))
+        batch, clean, ended = s.feed(raw, eof)
         if batch and not self.emit(s.rid, batch):
             self._closed.set()
             return
-        if clean or eof:
+        if ended:
             self._disconnect(s)
             s.broken = not clean
             self._check(s)
@@ -435,25 +387,3 @@ class LogMultiplexer:
                 pass
         self._open.discard(s)
         s._reset()
-
-
-def _take_over(resp: Any) -> tuple[socket.socket, bytes, Body] | None:
-    """The response's socket (made non-blocking), the body bytes ``http.client`` already
-    buffered past the headers, and a decoder; None when the client's internals differ
-    from urllib3's (then the stream gets a blocking reader instead)."""
-    raw = getattr(resp, "_fp", None)  # http.client.HTTPResponse
-    conn = getattr(resp, "connection", None) or getattr(resp, "_connection", None)
-    sock = getattr(conn, "sock", None)
-    fp = getattr(raw, "fp", None)
-    if raw is None or not isinstance(sock, socket.socket) or fp is None:
-        return None
-    if getattr(raw, "chunk_left", None) is not None:  # http.client is inside a chunk
-        return None
-    chunked = bool(getattr(raw, "chunked", False))
-    body = Body(chunked=chunked, length=None if chunked else getattr(raw, "length", None))
-    sock.setblocking(False)
-    try:
-        head = fp.read1(1 << 20) or b""
-    except (*_WOULD_BLOCK, ValueError):
-        head = b""
-    return sock, head, body

@@ -15,16 +15,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...errors import ResourceError, ValidationError
-from ...manifests import LABEL_MANAGED, configmap_key, secret_name
+from ...manifests import LABEL_MANAGED, configmap_key, configmap_name, secret_name
 from ...models import CodeBundle, JobSpec
 
 CONFIGMAP_LIMIT = 1024 * 1024
 #: room for metadata and base64 of binary files inside the 1 MiB object
 _SLACK = 16 * 1024
-
-
-def code_configmap_name(job: str) -> str:
-    return f"{job}-code"
 
 
 def configmap(bundle: CodeBundle, job: str, labels: Mapping[str, str]) -> dict[str, Any]:
@@ -45,7 +41,7 @@ def configmap(bundle: CodeBundle, job: str, labels: Mapping[str, str]) -> dict[s
     out: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": code_configmap_name(job), "labels": {**labels, LABEL_MANAGED: "true"}},
+        "metadata": {"name": configmap_name(job), "labels": {**labels, LABEL_MANAGED: "true"}},
         "data": data,
         "immutable": True,
     }

@@ -9,15 +9,15 @@ mpi-operator, §4.2 JobSet: ``Kind.pod_replica``), which container trains
 
 from __future__ import annotations
 
-import calendar
 import json
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ... import failures, timestamps
 from ...errors import DDLError
 from ...kinds import Kind
 from ...manifests import (
+    ANNOTATION_CELL,
     ANNOTATION_CODE_DIGEST,
     ANNOTATION_NOTEBOOK,
     ANNOTATION_SPEC,
@@ -29,6 +29,7 @@ from .reasons import pod_waiting
 
 ANNOTATION_CANCELLED = PREFIX + "cancelled"
 ANNOTATION_WARNINGS = PREFIX + "warnings"
+ANNOTATION_IMAGE = PREFIX + "image"  # {"reference": ..., "pushed": true|false|null}
 Key = tuple[str, int]
 
 
@@ -88,6 +89,9 @@ def replica_status(kind: Kind, role: str, index: int, pod: dict[str, Any] | None
         rs.exit_code = term.get("exitCode")
         sig = term.get("signal")
         rs.signal = int(sig) if sig else None
+    ended = term or (cs.get("lastState") or {}).get("terminated")
+    if ended:  # the failure order the root cause is read from
+        rs.ended = epoch(ended.get("finishedAt"))
     rs.message = pod_waiting(pod)
     if phase == "Succeeded":
         rs.state = ReplicaState.SUCCEEDED
@@ -101,12 +105,8 @@ def replica_status(kind: Kind, role: str, index: int, pod: dict[str, Any] | None
 
 
 def epoch(ts: str | None) -> float | None:
-    if not ts:
-        return None
-    try:
-        return float(calendar.timegm(time.strptime(ts[:19], "%Y-%m-%dT%H:%M:%S")))
-    except ValueError:
-        return None
+    """Epoch seconds of an RFC 3339 time, with its fraction when it has one."""
+    return timestamps.parse(ts) if ts else None
 
 
 def _true(conds: list[dict[str, Any]], ctype: str) -> dict[str, Any] | None:
@@ -174,10 +174,13 @@ def job_status(
     pods: list[dict[str, Any]],
     namespace: str | None = None,
     gone: Sequence[dict[str, Any]] = (),
+    last_lines: Mapping[str, Sequence[str]] | None = None,
 ) -> JobStatus:
     """The JobStatus of a job object and the pods found with ``kind.pod_selector``.
     ``gone``: the last state of pods deleted as the job ended (cleanPodPolicy, a
-    finished JobSet deleting its Jobs), so the replicas they were stay in the table."""
+    finished JobSet deleting its Jobs), so the replicas they were stay in the table.
+    ``last_lines`` (replica id -> its last log lines, from a watch) lets a failure's
+    message name the exception of its root cause."""
     md = obj.get("metadata") or {}
     by_id: dict[Key, dict[str, Any]] = {}
     ended: set[Key] = set()
@@ -194,22 +197,22 @@ def job_status(
     keys = expected_replicas(kind, obj)
     keys += [k for k in by_id if k not in keys]
     replicas = [replica_status(kind, r, i, by_id.get((r, i))) for r, i in keys]
+    ranks = _ranks(obj)
+    for r in replicas:
+        r.rank = ranks.get((r.role, r.index))
+        r.last_lines = list((last_lines or {}).get(r.id, ()))
     state, message = job_state(obj, replicas)
     for r in replicas:
         stopped = state == JobState.CANCELLED or (r.role, r.index) in ended
         if stopped and not r.state.finished:
             r.state = ReplicaState.TERMINATED
     if state == JobState.FAILED:
-        failed = [r for r in replicas if r.state == ReplicaState.FAILED]
-        if failed:
-            r = failed[0]
-            message = (
-                f"{r.id} failed with exit code {r.exit_code}"
-                + (f" ({r.message})" if r.message else "")
-                + (f"; {message}" if message else "")
-            )
+        found = failures.diagnose(failures.outcomes(replicas))
+        if found.root is not None:  # the root cause first, then the operator's reason
+            message = found.line + (f" — {message}" if message else "")
     notes = md.get("annotations") or {}
     started, finished = times(obj, pods)
+    image = _json_notes(notes, ANNOTATION_IMAGE, dict)
     return JobStatus(
         name=md.get("name", ""),
         backend="kubernetes",
@@ -223,4 +226,37 @@ def job_status(
         namespace=md.get("namespace") or namespace,
         notebook=notes.get(ANNOTATION_NOTEBOOK),
         code_digest=notes.get(ANNOTATION_CODE_DIGEST),
+        cell_id=notes.get(ANNOTATION_CELL),
+        backoff_limit=_backoff_limit(obj),
+        image=image.get("reference"),
+        image_pushed=image.get("pushed"),
+        warnings=_json_notes(notes, ANNOTATION_WARNINGS, list),
     )
+
+
+def _json_notes(notes: Mapping[str, str], key: str, kind: type) -> Any:
+    """Annotation ``key`` as JSON of type ``kind``; empty when absent or mangled."""
+    try:
+        value = json.loads(notes.get(key) or "null")
+    except ValueError:
+        value = None
+    return value if isinstance(value, kind) else kind()
+
+
+def _ranks(obj: Mapping[str, Any]) -> dict[Key, int]:
+    """(role, index) -> node rank, from the shape of the spec the job was submitted
+    with (none for a job that is not ours)."""
+    spec = submitted_spec(obj)
+    if spec is None:
+        return {}
+    try:
+        return {(r.role, r.index): r.rank for r in spec.shape.replicas if r.rank is not None}
+    except DDLError:
+        return {}
+
+
+def _backoff_limit(obj: Mapping[str, Any]) -> int | None:
+    """runPolicy.backoffLimit of a Kubeflow v1 job or MPIJob (a TrainJob's lives in
+    its JobSet: not shown)."""
+    limit = ((obj.get("spec") or {}).get("runPolicy") or {}).get("backoffLimit")
+    return int(limit) if isinstance(limit, int) else None

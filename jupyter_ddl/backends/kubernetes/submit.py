@@ -23,20 +23,19 @@ from typing import Any
 
 from ...config import Config
 from ...errors import DDLError, JobConflict, ValidationError
+from ...image.plan import ImagePlan, notebook_container_image, plan_image
 from ...kinds import Kind, TrainJobKind
 from ...manifests import ANNOTATION_SPEC, CODE_DIR, build_manifests, common, podgroup
 from ...models import CodeBundle, JobSpec
 from ...shape import TRAINER_RELEASE_OPTION, TRAINER_RUNTIME_OPTION
-from ...strategies import get_strategy
 from ...validation import validate
 from . import notebook, preflight, runtimes, shipping
 from .connection import Connection
 from .errors import from_api_exception
 from .objects import STRICT, CustomObjects
-from .status import ANNOTATION_WARNINGS
+from .status import ANNOTATION_IMAGE, ANNOTATION_WARNINGS
 
 log = logging.getLogger(__name__)
-IMAGE_REPO = "jupyter-ddl"
 
 
 @dataclass
@@ -45,22 +44,19 @@ class Submitted:
     kind: Kind
     warnings: list[str] = field(default_factory=list)
     image: str = ""
-    pushed: bool = False
+    pushed: bool | None = None  # None: no push, the code travels in a ConfigMap
 
 
-def _image(cfg: Config, spec: JobSpec, bundle: CodeBundle) -> tuple[str, bool, bool]:
-    """(image, shipped inside it, pushed now). With a registry the bundle is appended
-    to the base as a layer; without one the base runs the code from a ConfigMap."""
-    framework = get_strategy(spec.strategy).framework
-    base = spec.image or cfg.base_images.get(framework) or cfg.base_images["pytorch"]
-    if not cfg.registry:
-        return base, False, False
+def _image(cfg: Config, plan: ImagePlan, bundle: CodeBundle) -> tuple[str, bool | None]:
+    """(image, pushed now). With a registry the bundle is appended to the planned base as
+    a layer (``pushed`` False: it was there already); without one the base runs the
+    code from a ConfigMap (``pushed`` None)."""
+    if plan.repository is None:
+        return plan.base, None
     from ...image.builder import build_and_push
 
-    built = build_and_push(
-        bundle, base=base, target_repo=f"{cfg.registry.rstrip('/')}/{IMAGE_REPO}", config=cfg
-    )
-    return built.pull_ref, True, built.pushed
+    built = build_and_push(bundle, base=plan.base, target_repo=plan.repository, config=cfg)
+    return built.pull_ref, built.pushed
 
 
 def _notebook_pod(conn: Connection) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
@@ -140,9 +136,10 @@ def submit(
     warnings += preflight.gpu_warnings(conn, _gpu_asks(spec))
     if spec.image and cfg.registry:
         preflight.check_image(cfg, spec.image)
-    image, in_image, pushed = _image(cfg, spec, bundle)
+    plan = plan_image(spec, bundle, cfg, notebook_container_image(pod))
+    image, pushed = _image(cfg, plan, bundle)
     cm = None
-    if common.needs_code_configmap(spec, in_image):
+    if common.needs_code_configmap(spec, plan.in_image):
         cm = shipping.configmap(bundle, spec.name, labels)
 
     def render(s: JobSpec) -> list[dict[str, Any]]:
@@ -158,6 +155,7 @@ def submit(
         notes[ANNOTATION_SPEC] = json.dumps(s.to_dict(), sort_keys=True)
         if warnings:
             notes[ANNOTATION_WARNINGS] = json.dumps(warnings)
+        notes[ANNOTATION_IMAGE] = json.dumps({"reference": image, "pushed": pushed})
         if pod is not None:
             notebook.add_template_labels(objs[0], notebook.poddefault_labels(pod, poddefaults))
         return objs

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .connection import Connection
+from .items import Usage
 
 _SUFFIX = {
     "n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
@@ -37,10 +38,10 @@ def poll_usage(
     conn: Connection,
     selector: str,
     every: float,
-    put: Callable[[tuple[str, Any]], bool],
+    put: Callable[[Usage], bool],
     halt: threading.Event,
 ) -> None:
-    """Every ``every`` seconds put ("usage", (pod, values)); stops for good when the
+    """Every ``every`` seconds put ``Usage(pod, values)``; stops for good when the
     metrics API is not served (404) or not allowed (403)."""
     from kubernetes.client import ApiException
 
@@ -57,5 +58,5 @@ def poll_usage(
         except Exception:  # noqa: BLE001 - a metrics hiccup must not end the job stream
             continue
         for item in listing.get("items") or []:
-            if not put(("usage", (item["metadata"]["name"], pod_usage(item)))):
+            if not put(Usage(item["metadata"]["name"], pod_usage(item))):
                 return

@@ -1,15 +1,17 @@
 """One job's event stream: job conditions, replica states, every pod's log lines,
 metrics, CPU/memory samples and waiting reasons, merged into JobEvents.
 
-Concurrency model: small daemon threads produce raw items into ONE bounded queue
-(producers block when the consumer is slow, so memory stays bounded): a list+watch of
+Concurrency model: small daemon threads produce typed items (``items``) into ONE
+bounded queue (producers block when the consumer is slow, so memory stays bounded),
+one handler each here: a list+watch of
 the job object, a list+watch of its pods by the operator's labels, a watch of Warning
 events, a metrics.k8s.io poller, and the log multiplexer (``multiplex``: one selector
 thread and a few opener threads follow every container, however many pods; a restarted
 container has a new ID and gets a new follower). The consumer (``events()``, the
 caller's thread) folds items into JobStatus and yields events. The list+watch producers
 (``listwatch``) re-list on 410 Gone, and the re-list is the whole truth: a pod deleted
-while nobody watched leaves the table.
+while nobody watched leaves the table. A producer that fails says so ("lost contact
+with the API: …; retrying") and retries after a back-off.
 
 Besides pod reasons, the operators' own refusals reach the user (a pod the API server
 refused is only an event on the job or its batch Job, operator-contract.md §10.18), and
@@ -24,12 +26,15 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 from ...kinds import Kind
-from ...metrics import parse_metric_line
-from ...models import EventKind, JobEvent, JobState, JobStatus, LogLine, ReplicaStatus
+from ...metrics import is_metric_line
+from ...models import EventKind, JobEvent, JobState, JobStatus, LogLine, ReplicaStatus, replica_id
+from ...queues import put_until_stopped
+from ..folds import line_events, replica_events
+from . import items as I
 from . import status as S
 from .connection import Connection
 from .listwatch import ListWatch
@@ -50,14 +55,15 @@ class JobWatcher:
 
     def __init__(self, conn: Connection, kind: Kind, name: str, *,
                  stop: threading.Event | None = None, from_start: bool = True, usage_every: float = 5.0,
-                 maxsize: int = 2000, no_status_after: float = NO_STATUS_AFTER) -> None:  # fmt: skip
+                 maxsize: int = 2000, no_status_after: float = NO_STATUS_AFTER,
+                 raw: bool = False) -> None:  # fmt: skip
         self.conn, self.kind, self.name = conn, kind, name
         self.no_status_after = no_status_after
         self.stop = stop or threading.Event()
         self._halt = threading.Event()  # ends our threads (set when the stream ends)
         self.start_time = None if from_start else time.time()
         self.usage_every = usage_every
-        self.q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize)
+        self.q: queue.Queue[I.Item] = queue.Queue(maxsize)
         self.job: dict[str, Any] | None = None
         self.pods: dict[str, dict[str, Any]] = {}
         self.followers: dict[str, Stream] = {}  # container ID -> its follower
@@ -72,16 +78,18 @@ class JobWatcher:
         self._finished_at: float | None = None
         self._began = time.monotonic()
         self._told_no_status = False
+        self.raw = raw  # LOG events for report() lines too (a raw log follower)
+        # what the fold has seen: the announced state, each replica's change key and
+        # message, the producers whose list is complete, whether the job was deleted
+        self._last_state: JobState | None = None
+        self._seen_replicas: dict[str, Hashable] = {}
+        self._waiting: dict[str, str | None] = {}
+        self._synced: set[type[I.Changed]] = set()
+        self._gone = False
 
     # -- producers ------------------------------------------------------------------
-    def _put(self, item: tuple[str, Any]) -> bool:
-        while not (self.stop.is_set() or self._halt.is_set()):
-            try:
-                self.q.put(item, timeout=0.2)
-                return True
-            except queue.Full:
-                continue
-        return False
+    def _put(self, item: I.Item) -> bool:
+        return put_until_stopped(self.q, item, self.stop, self._halt)
 
     def _spawn(self, target: Callable[..., None], *args: Any, **kwargs: Any) -> threading.Thread:
         t = threading.Thread(
@@ -96,20 +104,23 @@ class JobWatcher:
 
         self._mux = LogMultiplexer(
             self.conn,
-            lambda rid, batch: self._put(("lines", (rid, batch))),
-            on_done=lambda cid: self._put(("follower-done", cid)),
+            lambda rid, batch: self._put(I.Lines(rid, batch)),
+            on_done=lambda cid: self._put(I.FollowerDone(cid)),
             still_running=self._container_running,
-            on_error=lambda rid, err: self._put(("log-error", (rid, err))),
+            on_error=lambda rid, err: self._put(I.LogFailed(rid, err)),
+            on_lost=lambda cause: self._put(I.LostContact(cause)),
         )
-        self._spawn(self._lw.run, "job", job_list, field_selector=f"metadata.name={self.name}")
+        self._spawn(
+            self._lw.run, I.JobChanged, job_list, field_selector=f"metadata.name={self.name}"
+        )
         self._spawn(
             self._lw.run,
-            "pod",
+            I.PodChanged,
             core.list_namespaced_pod,
             namespace=ns,
             label_selector=self.kind.pod_selector(self.name),
         )
-        self._spawn(self._lw.run, "event", core.list_namespaced_event, namespace=ns)
+        self._spawn(self._lw.run, I.EventSeen, core.list_namespaced_event, namespace=ns)
         if self.usage_every > 0:
             self._spawn(
                 poll_usage,
@@ -160,7 +171,7 @@ class JobWatcher:
         # pods deleted as the job ended (its pod deletions may be heard before its end)
         gone = list(self.gone.values()) if self._job_over() else []
         return S.job_status(self.kind, self.job, list(self.pods.values()), self.conn.namespace,
-                            gone=gone)  # fmt: skip
+                            gone=gone, last_lines=self.last_lines)  # fmt: skip
 
     def _pod_event(self, etype: str, pod: dict[str, Any]) -> None:
         pname = pod["metadata"]["name"]
@@ -173,7 +184,7 @@ class JobWatcher:
         self.gone.pop(pname, None)
         key = self.kind.pod_replica(pod)
         if key:
-            self.pod_ids[pname] = f"{key[0].lower()}-{key[1]}"
+            self.pod_ids[pname] = replica_id(*key)
         self._ensure_followers(pod)
 
     def _job_over(self) -> bool:
@@ -181,14 +192,6 @@ class JobWatcher:
         conds = ((self.job or {}).get("status") or {}).get("conditions") or []
         ended = {t for t, _ in S.TERMINAL}
         return any(c.get("type") in ended and c.get("status") == "True" for c in conds)
-
-    def _resynced(self, tag: str, names: set[str]) -> bool:
-        """A re-list is the whole truth: forget what it no longer holds. True when the
-        job itself is gone."""
-        if tag == "pod-synced":
-            for pname in [p for p in self.pods if p not in names]:
-                self._pod_event("DELETED", self.pods[pname])
-        return tag == "job-synced" and self.job is not None and self.name not in names
 
     def _concerns(self, ev: dict[str, Any]) -> str | None:
         """A Warning event about this job, its pods or its batch Jobs, as one line."""
@@ -214,106 +217,113 @@ class JobWatcher:
         )
 
     def _fold(self) -> Iterator[JobEvent]:
-        last_state: JobState | None = None
-        replicas: dict[str, ReplicaStatus] = {}
-        waiting: dict[str, str | None] = {}
-        synced: set[str] = set()
-        gone, folded = False, 0.0
+        folded = 0.0
         while not self.stop.is_set():
             try:
-                tag, item = self.q.get(timeout=0.2)
+                item: I.Item = self.q.get(timeout=0.2)
             except queue.Empty:
-                tag, item = "tick", None
+                item = I.Tick()
             silent = self._silent_operator()
             if silent:
                 yield JobEvent(EventKind.WAITING, self.name, message=silent)
-            if tag == "job":
-                etype, obj = item
-                gone = etype == "DELETED"
-                self.job = obj if not gone else self.job
-                if last_state is None and obj:
-                    yield from self._warnings(obj)
-            elif tag == "pod":
-                self._pod_event(*item)
-            elif tag == "lines":
-                rid, batch = item
-                for stamp, text in batch:
-                    yield from self._line(rid, stamp, text)
-            elif tag == "event":
-                ev = item[1]
-                msg = self._concerns(ev)
-                if msg:
-                    involved = (ev.get("involvedObject") or {}).get("name", "")
-                    yield JobEvent(
-                        EventKind.WAITING,
-                        self.name,
-                        replica=self.pod_ids.get(involved),
-                        message=msg,
-                    )
-            elif tag == "log-error":
-                rid, err = item
-                yield JobEvent(EventKind.WAITING, self.name, replica=rid, message=str(err))
-            elif tag == "usage":
-                pname, values = item
-                if pname in self.pod_ids:
-                    yield JobEvent(
-                        EventKind.RESOURCE, self.name, replica=self.pod_ids[pname], metrics=values
-                    )
-            elif tag.endswith("-synced"):
-                synced.add(tag)
-                gone = self._resynced(tag, item) or gone
-            elif tag == "error":
-                src, exc = item
-                if src == "job":
-                    from .errors import from_api_exception
-
-                    raise from_api_exception(
-                        exc,
-                        action=f"watching {self.kind} {self.name}",
-                        kind=self.kind,
-                        name=self.name,
-                        namespace=self.conn.namespace,
-                    )
+            yield from _HANDLERS[type(item)](self, item)
             # Folding the status costs a pass over every pod: do it when the job or a
             # pod changed, and on idle ticks, not for each of thousands of log lines;
             # a burst of pod changes (a hundred pods starting) folds once it is read.
             since = time.monotonic() - folded
-            if tag in ("lines", "usage", "follower-done") and since < 0.25:
+            if isinstance(item, I.QUIET) and since < 0.25:
                 continue
-            if tag == "pod" and since < 0.1 and not self.q.empty():
+            if isinstance(item, I.PodChanged) and since < 0.1 and not self.q.empty():
                 continue
             folded = time.monotonic()
             st = self._status()
             if st is None:
-                if gone:
+                if self._gone:
                     return
                 continue
-            for r in st.replicas:
-                old = replicas.get(r.id)
-                if old is None or (old.state, old.restarts, old.exit_code) != (
-                    r.state,
-                    r.restarts,
-                    r.exit_code,
-                ):
-                    if r.state.finished or r.restarts:
-                        r.last_lines = list(self.last_lines.get(r.id, ()))
-                    replicas[r.id] = r
-                    yield JobEvent(EventKind.REPLICA, self.name, replica=r.id, replica_status=r)
-                if r.message != waiting.get(r.id):
-                    waiting[r.id] = r.message
-                    if r.message and (not r.state.finished or r.message.startswith("OOMKilled")):
-                        yield JobEvent(
-                            EventKind.WAITING, self.name, replica=r.id, message=r.message
-                        )
-            if st.state != last_state and not st.state.finished:
-                last_state = st.state
-                yield JobEvent(EventKind.STATUS, self.name, status=st)
-            if (st.state.finished or gone) and self._finished_at is None:
+            yield from self._status_events(st)
+            if (st.state.finished or self._gone) and self._finished_at is None:
                 self._finished_at = time.monotonic()
-            if self._finished_at is not None and "pod-synced" in synced and self._drained():
+            if self._finished_at is not None and I.PodChanged in self._synced and self._drained():
                 st.metrics = dict(self._latest)
                 yield JobEvent(EventKind.STATUS, self.name, status=st)
                 return
+
+    def _status_events(self, st: JobStatus) -> Iterator[JobEvent]:
+        """REPLICA events for changed replicas, WAITING for new reasons, STATUS for a
+        new state (the final one goes out after the logs)."""
+        yield from replica_events(self.name, st.replicas, self._seen_replicas, _changed,
+                                  before=self._with_last_lines)  # fmt: skip
+        for r in st.replicas:
+            if r.message != self._waiting.get(r.id):
+                self._waiting[r.id] = r.message
+                if r.message and (not r.state.finished or r.message.startswith("OOMKilled")):
+                    yield JobEvent(EventKind.WAITING, self.name, replica=r.id, message=r.message)
+        if st.state != self._last_state and not st.state.finished:
+            self._last_state = st.state
+            yield JobEvent(EventKind.STATUS, self.name, status=st)
+
+    def _with_last_lines(self, r: ReplicaStatus) -> None:
+        if r.state.finished or r.restarts:
+            r.last_lines = list(self.last_lines.get(r.id, ()))
+
+    # -- one handler per item --------------------------------------------------------
+    def _on_job(self, item: I.JobChanged) -> Iterator[JobEvent]:
+        self._gone = item.etype == "DELETED"
+        self.job = item.obj if not self._gone else self.job
+        if self._last_state is None and item.obj:
+            yield from self._warnings(item.obj)
+
+    def _on_pod(self, item: I.PodChanged) -> Iterator[JobEvent]:
+        self._pod_event(item.etype, item.obj)
+        return iter(())
+
+    def _on_event(self, item: I.EventSeen) -> Iterator[JobEvent]:
+        msg = self._concerns(item.obj)
+        if msg:
+            involved = (item.obj.get("involvedObject") or {}).get("name", "")
+            yield JobEvent(EventKind.WAITING, self.name, replica=self.pod_ids.get(involved),
+                           message=msg)  # fmt: skip
+
+    def _on_synced(self, item: I.Synced) -> Iterator[JobEvent]:
+        """A re-list is the whole truth: forget what it no longer holds."""
+        self._synced.add(item.of)
+        if item.of is I.PodChanged:
+            for pname in [p for p in self.pods if p not in item.names]:
+                self._pod_event("DELETED", self.pods[pname])
+        if item.of is I.JobChanged and self.job is not None and self.name not in item.names:
+            self._gone = True
+        return iter(())
+
+    def _on_refused(self, item: I.Refused) -> Iterator[JobEvent]:
+        if item.of is I.JobChanged:  # without the job there is nothing to follow
+            from .errors import from_api_exception
+
+            raise from_api_exception(item.error, action=f"watching {self.kind} {self.name}",
+                                     kind=self.kind, name=self.name,
+                                     namespace=self.conn.namespace)  # fmt: skip
+        return iter(())  # no pods or events: the job's status still arrives
+
+    def _on_lost(self, item: I.LostContact) -> Iterator[JobEvent]:
+        yield JobEvent(EventKind.WAITING, self.name, message=item.message)
+
+    def _on_lines(self, item: I.Lines) -> Iterator[JobEvent]:
+        for ev in line_events(self.name, self._log_lines(item.rid, item.batch), self._log_event,
+                              raw=self.raw):  # fmt: skip
+            if ev.kind is EventKind.METRIC:
+                self._latest.update(ev.metrics or {})
+            yield ev
+
+    def _on_log_failed(self, item: I.LogFailed) -> Iterator[JobEvent]:
+        yield JobEvent(EventKind.WAITING, self.name, replica=item.rid, message=str(item.error))
+
+    def _on_usage(self, item: I.Usage) -> Iterator[JobEvent]:
+        if item.pod in self.pod_ids:
+            yield JobEvent(EventKind.RESOURCE, self.name, replica=self.pod_ids[item.pod],
+                           metrics=item.values)  # fmt: skip
+
+    def _nothing(self, item: I.Item) -> Iterator[JobEvent]:
+        return iter(())  # a finished follower or an idle tick: only the status fold runs
 
     def _drained(self) -> bool:
         """Every follower ended and its lines were consumed. Replicas left running
@@ -335,17 +345,40 @@ class JobWatcher:
         for msg in json.loads(raw) if raw else []:
             yield JobEvent(EventKind.WAITING, self.name, message=f"warning: {msg}")
 
-    def _line(self, rid: str, stamp: float | None, text: str) -> Iterator[JobEvent]:
-        off = self.offsets.get(rid, 0)
-        self.offsets[rid] = off + 1
-        self.last_lines.setdefault(rid, deque(maxlen=LAST_LINES)).append(text)
-        if self.start_time is not None and stamp is not None and stamp < self.start_time:
-            return
-        yield JobEvent(EventKind.LOG, self.name, replica=rid, log=LogLine(rid, off, text, stamp))
-        m = parse_metric_line(text)
-        if m is not None:
-            self._latest.update(m.values)
-            yield JobEvent(EventKind.METRIC, self.name, replica=rid, metrics=m.values, step=m.step)
+    def _log_lines(self, rid: str, batch: I.Batch) -> Iterator[LogLine]:
+        """The batch's lines, numbered per replica; the last lines kept for a failure's
+        message; lines from before the watch began (``from_start=False``) dropped."""
+        for stamp, text in batch:
+            off = self.offsets.get(rid, 0)
+            self.offsets[rid] = off + 1
+            if not is_metric_line(text):
+                self.last_lines.setdefault(rid, deque(maxlen=LAST_LINES)).append(text)
+            if self.start_time is not None and stamp is not None and stamp < self.start_time:
+                continue
+            yield LogLine(rid, off, text, stamp)
+
+    def _log_event(self, line: LogLine) -> JobEvent:
+        return JobEvent(EventKind.LOG, self.name, replica=line.replica, log=line)
+
+
+def _changed(r: ReplicaStatus) -> Hashable:
+    """What makes a REPLICA event (a new message is a WAITING event instead)."""
+    return (r.state, r.restarts, r.exit_code)
+
+
+_HANDLERS: dict[type, Callable[[JobWatcher, Any], Iterator[JobEvent]]] = {
+    I.JobChanged: JobWatcher._on_job,
+    I.PodChanged: JobWatcher._on_pod,
+    I.EventSeen: JobWatcher._on_event,
+    I.Synced: JobWatcher._on_synced,
+    I.Refused: JobWatcher._on_refused,
+    I.LostContact: JobWatcher._on_lost,
+    I.Lines: JobWatcher._on_lines,
+    I.LogFailed: JobWatcher._on_log_failed,
+    I.Usage: JobWatcher._on_usage,
+    I.FollowerDone: JobWatcher._nothing,
+    I.Tick: JobWatcher._nothing,
+}
 
 
 def container_ids(kind: Kind, pod: dict[str, Any]) -> list[tuple[str, str, bool]]:

@@ -33,6 +33,7 @@ from . import control, gpus, warm
 from .events import watch_job
 from .jobdir import JobDir, jobs_root
 from .logs import iter_logs
+from .usage import UsageSampler
 
 _READ_ERRORS = (OSError, ValueError, KeyError, TypeError)
 
@@ -45,6 +46,7 @@ class LocalBackend(Backend):
         self.root = root or jobs_root(data_dir())
         self._spawned: list[subprocess.Popen[bytes]] = []
         self._verified: dict[Path, tuple[int, int]] = {}  # job file -> (mtime, size) read fine
+        self._usage = UsageSampler()  # what `get` reports beside each replica
 
     # -- paths -------------------------------------------------------------------------
     def _jobdir(self, name: str) -> JobDir:
@@ -66,7 +68,7 @@ class LocalBackend(Backend):
         jd = JobDir(self.root / spec.name)
         handle = JobHandle(
             name=spec.name, backend=self.name, notebook=spec.notebook or bundle.source_notebook,
-            code_digest=bundle.digest,
+            code_digest=bundle.digest, cell_id=spec.cell_id,
         )  # fmt: skip
         settings = {
             "env_passthrough": list(self.config.local_env_passthrough),
@@ -122,7 +124,13 @@ class LocalBackend(Backend):
 
     # -- status ------------------------------------------------------------------------
     def get(self, name: str) -> JobStatus:
-        return self._status(self._jobdir(name))
+        """The status, and what each running replica uses now (CPU, memory, GPU)."""
+        status = self._status(self._jobdir(name))
+        if not status.state.finished:
+            used = self._usage.sample(status.replicas)
+            for r in status.replicas:
+                r.resources = used.get(r.id, {})
+        return status
 
     def _status(self, jd: JobDir) -> JobStatus:
         """The job's status; a job whose supervisor died without a last word ends here,
@@ -167,8 +175,9 @@ class LocalBackend(Backend):
         spec, handle = jd.spec(), jd.handle()
         return JobStatus(
             name=spec.name, backend=self.name, strategy=spec.strategy, state=JobState.PENDING,
-            replicas=[ReplicaStatus(r, i) for r, i in spec.shape.replica_ids],
+            replicas=[ReplicaStatus(r.role, r.index, rank=r.rank) for r in spec.shape.replicas],
             created=handle.created, notebook=handle.notebook, code_digest=handle.code_digest,
+            cell_id=handle.cell_id, backoff_limit=spec.effective_backoff_limit,
         )  # fmt: skip
 
     def list(self, *, notebook: str | None = None) -> list[JobStatus]:
@@ -223,12 +232,13 @@ class LocalBackend(Backend):
         tail: int | None = None,
         follow: bool = False,
         stop: threading.Event | None = None,
+        raw: bool = False,
     ) -> Iterator[LogLine]:
         jd = self._jobdir(name)
         rid = None if replica is None else self._replica(jd, replica)
         return iter_logs(
             jd, replica=rid, offset=offset, tail=tail, follow=follow, stop=stop,
-            finished=lambda: self._status(jd).state.finished,
+            finished=lambda: self._status(jd).state.finished, raw=raw,
         )  # fmt: skip
 
     def watch(

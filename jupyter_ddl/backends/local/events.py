@@ -3,16 +3,16 @@ resource samples, read from the job directory (any process may follow any job)."
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 
-import psutil
-
-from ...metrics import parse_metric_line
-from ...models import EventKind, JobEvent, JobState, JobStatus, LogLine, ReplicaStatus
+from ...models import EventKind, JobEvent, JobState, JobStatus, ReplicaStatus
+from ..folds import line_events, replica_events
 from .jobdir import JobDir
 from .logs import LogEvents, LogFollower, Pacer, count_lines
+from .usage import UsageSampler
 
 RESOURCE_EVERY = 2.0
 STATUS_EVERY = 0.25  # seconds between status reads while watching
@@ -34,8 +34,8 @@ def watch_job(
     follow: dict[str, LogFollower] = {}
     seen_state: JobState | None = None
     seen_message: str | None = None
-    seen_replicas: dict[str, tuple] = {}
-    sampler = _Sampler()
+    seen_replicas: dict[str, Hashable] = {}
+    sampler = UsageSampler()
     log_event = LogEvents(name)
     pacer = Pacer()
     next_sample = next_status = 0.0
@@ -53,9 +53,9 @@ def watch_job(
             lines = f.poll()
             behind = behind or f.behind
             got = got or bool(lines)
-            yield from _line_events(name, lines, log_event)
+            yield from line_events(name, lines, functools.partial(log_event, now=time.time()))
         if refreshed:
-            yield from _replica_events(name, status, seen_replicas)
+            yield from replica_events(name, status.replicas, seen_replicas, _changed)
         if status.state != seen_state or status.message != seen_message:
             # the message changes while the state stays (a stalled job says so)
             seen_state, seen_message = status.state, status.message
@@ -74,42 +74,5 @@ def watch_job(
             stop.wait(delay)
 
 
-def _line_events(name: str, lines: list[LogLine], log_event: LogEvents) -> Iterator[JobEvent]:
-    now = time.time()
-    for line in lines:
-        yield log_event(line, now)
-        m = parse_metric_line(line.text)
-        if m is not None:
-            yield JobEvent(
-                EventKind.METRIC, name, replica=line.replica, metrics=m.values, step=m.step
-            )
-
-
-def _replica_events(name: str, status: JobStatus, seen: dict[str, tuple]) -> Iterator[JobEvent]:
-    for r in status.replicas:
-        key = (r.state, r.restarts, r.exit_code, r.signal, r.message)
-        if seen.get(r.id) != key:
-            seen[r.id] = key
-            yield JobEvent(EventKind.REPLICA, name, replica=r.id, replica_status=r)
-
-
-class _Sampler:
-    """CPU and memory of each replica's process tree (psutil)."""
-
-    def __init__(self) -> None:
-        self._procs: dict[int, psutil.Process] = {}
-
-    def sample(self, replicas: list[ReplicaStatus]) -> dict[str, dict[str, float]]:
-        out = {}
-        for r in replicas:
-            if not r.pid:
-                continue
-            try:
-                root = self._procs.setdefault(r.pid, psutil.Process(r.pid))
-                tree = [root, *root.children(recursive=True)]
-                cpu = sum(p.cpu_percent(None) for p in tree)
-                rss = sum(p.memory_info().rss for p in tree)
-            except psutil.Error:
-                continue
-            out[r.id] = {"cpu_percent": cpu, "memory_mb": rss / 2**20}
-        return out
+def _changed(r: ReplicaStatus) -> Hashable:
+    return (r.state, r.restarts, r.exit_code, r.signal, r.message)

@@ -26,15 +26,14 @@ cell printed or read, and other users of the machine have no business there.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
-import tempfile
 from dataclasses import asdict
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ... import timestamps
+from ...atomic import write_atomic
 from ...models import CodeBundle, JobHandle, JobSpec, JobStatus
 
 _REPLICA_ID = re.compile(r"^[a-z]+-[0-9]+$")  # worker-1: the only shape of a log's name
@@ -58,19 +57,6 @@ def write_private(path: Path, data: bytes) -> None:
         f.write(data)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write via a temporary file and rename, so readers never see half a file
-    (mkstemp makes it 0600)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def write_json(path: Path, value: Any) -> None:
     write_atomic(path, json.dumps(value, indent=1, sort_keys=True).encode())
 
@@ -82,28 +68,9 @@ def read_json(path: Path) -> Any | None:
         return None
 
 
-# The supervisor stamps and the watchers parse every line (thousands per second), so
-# both cache the part of the stamp that rarely changes: strptime/strftime on every line
-# cost more than the rest of the log path together.
-_second_stamp: tuple[int, str] = (-1, "")  # (UTC second, "YYYY-MM-DDTHH:MM:SS")
-_second_epoch: tuple[str, int] = ("", 0)  # ("YYYY-MM-DDTHH:MM:SS", its epoch seconds)
-
-
 def format_log_line(t: float, stream: str, text: str) -> str:
     """One timestamped log line: ``2026-11-21T23:40:01.123456Z stdout text``."""
-    global _second_stamp
-    # split as datetime.fromtimestamp does (modf, then round half even): same digits
-    frac, whole = math.modf(t)
-    sec, micro = int(whole), round(frac * 1e6)
-    if micro >= 1_000_000:
-        sec, micro = sec + 1, micro - 1_000_000
-    elif micro < 0:
-        sec, micro = sec - 1, micro + 1_000_000
-    cached = _second_stamp
-    if cached[0] != sec:
-        stamp = datetime.fromtimestamp(sec, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
-        cached = _second_stamp = (sec, stamp)
-    return f"{cached[1]}.{micro:06d}Z {stream} {text}\n"
+    return f"{timestamps.format_micro(t)} {stream} {text}\n"
 
 
 def parse_log_line(line: str) -> tuple[float | None, str, str]:
@@ -111,7 +78,7 @@ def parse_log_line(line: str) -> tuple[float | None, str, str]:
     line = line.rstrip("\n")
     parts = line.split(" ", 2)
     if len(parts) >= 2 and parts[0].endswith("Z"):
-        stamp = parse_stamp(parts[0])
+        stamp = timestamps.parse(parts[0])
         if stamp is None:
             return None, "stdout", line
         return stamp, parts[1], parts[2] if len(parts) == 3 else ""
@@ -133,40 +100,9 @@ def parse_log_lines(raws: list[str]) -> list[tuple[float | None, str, str]]:
                 continue
         item = parse_log_line(raw)
         out.append(item)
-        cached = _second_epoch
-        if item[0] is not None and cached[0] == stamp[:19]:
-            head, base = cached[0], cached[1] * 1_000_000
+        if item[0] is not None and len(stamp) == 27:  # the next lines of its second
+            head, base = stamp[:19], timestamps.second_epoch(stamp[:19]) * 1_000_000
     return out
-
-
-def parse_stamp(stamp: str) -> float | None:
-    """Epoch seconds of ``2026-11-21T23:40:01.123456Z`` (None when it is not one).
-
-    The fast path gives exactly what ``datetime.timestamp()`` gives (whole
-    microseconds divided once), so both paths agree to the bit.
-    """
-    global _second_epoch
-    if len(stamp) == 27 and stamp[19] == "." and stamp[26] == "Z":
-        micro = stamp[20:26]
-        if micro.isascii() and micro.isdigit():
-            head = stamp[:19]
-            cached = _second_epoch
-            if cached[0] != head:
-                try:
-                    second = datetime.strptime(head, "%Y-%m-%dT%H:%M:%S")
-                except ValueError:
-                    return None
-                cached = _second_epoch = (head, _epoch(second))
-            return (cached[1] * 1_000_000 + int(micro)) / 1_000_000
-    try:
-        t = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ")
-    except ValueError:
-        return None
-    return t.replace(tzinfo=timezone.utc).timestamp()
-
-
-def _epoch(t: datetime) -> int:
-    return int(t.replace(tzinfo=timezone.utc).timestamp())
 
 
 class JobDir:

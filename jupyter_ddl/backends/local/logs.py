@@ -1,6 +1,9 @@
 """Reading the replicas' log files: from an offset, the last N lines, or following.
 
-Offsets count lines from 0 within one replica's file. A line is delivered only once
+Offsets count lines from 0 within one replica's file. ``report()`` lines stay in the
+file (the metrics are read from there) but readers leave them out unless asked for
+the raw log: offsets then skip them, and a tail counts the lines a person reads.
+A line is delivered only once
 its newline is on disk, so a reader never sees half a line the supervisor is writing.
 Each poll reads at most ``READ_BUDGET`` bytes per replica: a reader's memory stays
 bounded however far behind it is, and one chatty replica cannot starve the others.
@@ -15,6 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from ...metrics import METRIC_MARKER, is_metric_line
 from ...models import EventKind, JobEvent, LogLine
 from .jobdir import JobDir, parse_log_line, parse_log_lines
 
@@ -119,9 +123,10 @@ def _rest_of_line(f: BinaryIO, size: int) -> bytes:
 
 
 def followers(
-    jobdir: JobDir, replica: str | None, offset: int, tail: int | None
+    jobdir: JobDir, replica: str | None, offset: int, tail: int | None, raw: bool = True
 ) -> list[LogFollower]:
-    """One follower per replica log (or just ``replica``), positioned at offset / tail."""
+    """One follower per replica log (or just ``replica``), positioned at offset / tail
+    (``raw``: a tail of every line, else of the lines a person reads)."""
     files = jobdir.log_files()
     if replica is not None:
         files = {replica: jobdir.log_path(replica)}
@@ -129,9 +134,32 @@ def followers(
     for rid, path in files.items():
         start = offset
         if tail is not None:
-            start = max(offset, count_lines(path) - tail)
+            first = count_lines(path) - tail if raw else user_tail_start(path, tail)
+            start = max(offset, first)
         out.append(LogFollower(rid, path, start))
     return out
+
+
+_MARKER = METRIC_MARKER.encode()
+
+
+def user_tail_start(path: Path, tail: int) -> int:
+    """The offset where the last ``tail`` lines that are not ``report()`` lines begin."""
+    starts: deque[int] = deque(maxlen=max(tail, 1))
+    n = 0
+    try:
+        with open(path, "rb") as f:
+            for raw in f:
+                if not raw.endswith(b"\n"):
+                    break  # a line still being written is not delivered yet
+                if _MARKER not in raw:
+                    starts.append(n)
+                n += 1
+    except OSError:
+        return 0
+    if tail <= 0:
+        return n
+    return starts[0] if len(starts) == tail else 0
 
 
 def count_lines(path: Path) -> int:
@@ -162,10 +190,12 @@ def iter_logs(
     stop: threading.Event | None = None,
     finished: Callable[[], bool] = lambda: True,
     interval: float = POLL_IDLE,
+    raw: bool = False,
 ) -> Iterator[LogLine]:
     """Lines of every replica (or one), in file order per replica; with ``follow``
-    keep polling until ``finished()`` is true and everything written was read."""
-    active = {f.replica: f for f in followers(jobdir, replica, offset, tail)}
+    keep polling until ``finished()`` is true and everything written was read.
+    ``report()`` lines only with ``raw``."""
+    active = {f.replica: f for f in followers(jobdir, replica, offset, tail, raw)}
     pause = Pacer(interval)
     while True:
         done = not follow or finished()  # read before draining: no line lost at the end
@@ -176,7 +206,8 @@ def iter_logs(
         for f in active.values():
             for line in f.poll():
                 got = True
-                yield line
+                if raw or not is_metric_line(line.text):
+                    yield line
             behind = behind or f.behind
         if done and not got and not behind:  # (a poll may skip a budget's worth)
             return

@@ -24,7 +24,7 @@ from .launch import Launch
 from .mpi_output import MpiDemux
 from .pump import OutputPump
 
-LAST_LINES = 20
+LAST_LINES = 100  # enough for torchrun's failure summary and a child's traceback
 #: what to do when a launcher program is not there
 _MISSING = {
     "mpirun": "; install Open MPI (Debian: apt install openmpi-bin) or, in this Python "

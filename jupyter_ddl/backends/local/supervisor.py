@@ -19,8 +19,8 @@ import threading
 import time
 from functools import partial
 
-from ... import contract
-from ...metrics import parse_metric_line
+from ... import contract, failures
+from ...metrics import is_metric_line, parse_metric_line
 from ...models import JobState, JobStatus, ReplicaState, ReplicaStatus
 from ...strategies import get_strategy
 from . import control, forked, gpus, launch, ownership, policy, ports, requirements
@@ -71,8 +71,15 @@ class Supervisor:
             created=handle.created,
             notebook=handle.notebook,
             code_digest=handle.code_digest,
+            cell_id=handle.cell_id,
+            backoff_limit=self.spec.effective_backoff_limit,
         )
         self.replicas: list[Replica] = []
+        # what the status shows beside each replica: its rank, when it last ended
+        # (the failure order the root cause is read from), its latest metrics
+        self.ranks = {r.rid: r.rank for r in self.shape.replicas}
+        self.ended: dict[str, float] = {}
+        self.latest: dict[str, dict[str, float]] = {}
         self.procs = JobProcesses(jobdir, float(self.local.get("stall_seconds") or 0))
         self._next_house = 0.0
         # Replica exits (heard by the pump), signals and timers wake the loop: it does
@@ -87,15 +94,28 @@ class Supervisor:
         m = parse_metric_line(text)
         if m is not None:
             self.status.metrics.update(m.values)
+            self.latest.setdefault(replica.rid, {}).update(m.values)
 
     def write_status(self, force: bool = False) -> None:
         now = time.time()
         if not (force or self._dirty or now - self._written >= STATUS_EVERY):
             return
         if self.replicas:
-            self.status.replicas = [r.status() for r in self.replicas]
+            self.status.replicas = [self._replica_status(r) for r in self.replicas]
         self.jd.write_status(self.status)
         self._dirty, self._written = False, now
+
+    def _replica_status(self, r: Replica) -> ReplicaStatus:
+        st = r.status()
+        st.last_lines = failures.status_tail(
+            r.rid,
+            [t for t in r.last if not is_metric_line(t)],
+            r.state in (ReplicaState.FAILED, ReplicaState.RESTARTING, ReplicaState.TERMINATED),
+        )
+        st.rank = self.ranks.get(r.rid)
+        st.ended = self.ended.get(r.rid)
+        st.metrics = dict(self.latest.get(r.rid, {}))
+        return st
 
     # -- setup -----------------------------------------------------------------------
     def prepare(self) -> None:
@@ -249,6 +269,7 @@ class Supervisor:
 
     def on_exit(self, r: Replica) -> None:
         self._dirty = True
+        self.ended[r.rid] = time.time()
         how = policy.explain_exit(r.exit_code, r.signal, list(r.last))
         decision = policy.on_exit(r.policy, r.exit_code, r.signal)
         ok = r.exit_code == 0 and r.signal is None
@@ -296,13 +317,17 @@ class Supervisor:
                 self._dirty = True
 
     def _failure_message(self) -> str:
-        failed = [r for r in self.replicas if r.state == ReplicaState.FAILED]
-        if not failed:
-            return self.status.message or "failed"
-        r = failed[0]
-        tail = " | ".join(line for line in list(r.last)[-3:] if not line.startswith(r.rid))
+        """The root cause first (failures.diagnose), then the operator-style reason."""
+        statuses = [self._replica_status(r) for r in self.replicas]
+        if any(
+            r.launch.role == "Launcher" and r.state == ReplicaState.FAILED for r in self.replicas
+        ):
+            for st, r in zip(statuses, self.replicas, strict=True):
+                if r.launch.argv is None:  # MPI ranks have no process: they fail with mpirun
+                    st.state = ReplicaState.FAILED
+        found = failures.diagnose(failures.outcomes(statuses))
         base = self.status.message or f"{self.kind} {self.spec.name} failed"
-        return f"{base}: {r.rid} ended with {r.message}" + (f"; last lines: {tail}" if tail else "")
+        return f"{found.line} — {base}" if found.root else base
 
     # -- the end ---------------------------------------------------------------------
     def finish(self, state: JobState, message: str | None) -> None:
@@ -312,6 +337,9 @@ class Supervisor:
             self._let_end(SUCCESS_GRACE, servers)  # servers are stopped at once
         elif state == JobState.FAILED:
             self._let_end(FAILURE_SETTLE, set())
+        if state == JobState.CANCELLED:  # before any stop: peers' errors after it are teardown
+            for r in self.replicas:
+                r.note(failures.CANCEL_MARKER)
         for r in self._processes():
             if r.proc is not None:
                 r.note(f"{r.rid} stopped: the job is {state.value.lower()}")
@@ -348,6 +376,7 @@ class Supervisor:
                 return
             for r in waiting:
                 if r.poll():
+                    self.ended[r.rid] = time.time()
                     ok = r.exit_code == 0 and r.signal is None
                     r.state = ReplicaState.SUCCEEDED if ok else ReplicaState.FAILED
                     r.message = None if ok else policy.describe_exit(r.exit_code, r.signal)

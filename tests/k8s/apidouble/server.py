@@ -34,7 +34,17 @@ class State:
         self.requests: list[tuple[str, str]] = []
         self.pod_metrics: Any = None  # callable(ns, pod) -> {container: usage} | None
         self.streams: set[Any] = set()  # sockets of open watches and log follows
+        # resource id -> how many of its next list answers come mangled (no
+        # metadata.resourceVersion), as a broken proxy in the way would send them
+        self.garbled: dict[str, int] = {}
         self.lock = threading.Lock()
+
+    def take_garbled(self, rid: str) -> bool:
+        with self.lock:
+            left = self.garbled.get(rid, 0)
+            if left:
+                self.garbled[rid] = left - 1
+        return left > 0
 
     def drop_streams(self) -> int:
         """Cut every open watch and log stream, as a flaky network or an API server
@@ -169,6 +179,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, self._metrics(ns or "", q))
         if flag(q, "watch"):
             return self.do_watch(res, ns, q)
+        if self.state.take_garbled(res.rid):
+            return self._send(200, {"kind": f"{res.kind}List", "items": []})
         items, rv = self.state.store.list(
             res.rid, ns, q.get("labelSelector"), q.get("fieldSelector")
         )

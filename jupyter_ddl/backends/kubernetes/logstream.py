@@ -1,0 +1,110 @@
+"""One container's log stream as the multiplexer reads it: its connection state, the
+socket taken over from the client, and the bytes decoded into lines."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from .chunked import Body, BodyError
+from .items import Batch
+from .logs import split_timestamp
+
+READ_CAP = 256 * 1024  # bytes read from one stream per wake-up: no stream starves others
+FIRST_DELAY, MAX_DELAY = 0.2, 5.0  # reconnect backoff while a container still runs
+_WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
+
+
+class Stream:
+    """One container followed (possibly over several connections)."""
+
+    def __init__(self, pod: str, container: str | None, cid: str | None, rid: str) -> None:
+        self.pod, self.container, self.cid, self.rid = pod, container, cid, rid
+        self.delivered = 0  # lines handed on; a reconnect skips this many
+        self.opens = 0  # connections made so far
+        self.broken = False  # the last connection ended before the log did
+        self.delay = FIRST_DELAY
+        self.done = threading.Event()
+        self.then: list[Stream] = []  # later containers of the same replica, waiting
+        self.start: Callable[[Stream], None] | None = None  # how to begin once it may
+        self._reset()
+
+    def _reset(self) -> None:
+        self.resp: Any = None
+        self.sock: socket.socket | None = None
+        self.body: Body | None = None
+        self.pending = b""  # a line whose newline has not arrived
+        self.seen = 0  # lines of the current connection
+
+    def is_alive(self) -> bool:
+        return not self.done.is_set()
+
+    def feed(self, raw: bytes, eof: bool) -> tuple[Batch, bool, bool]:
+        """Decode what arrived: (lines not delivered before, whether the log ended
+        cleanly, whether this connection is over)."""
+        assert self.body is not None
+        try:
+            data = self.body.feed(raw)
+        except BodyError:
+            data, eof = b"", True
+        clean = self.body.done or (eof and not self.body.chunked and self.body.left is None)
+        if data:
+            self.delay = FIRST_DELAY  # it delivers: a later cut reconnects at once
+            *lines, self.pending = (self.pending + data).split(b"\n")
+        else:
+            lines = []
+        if clean and self.pending:  # the last line of a finished log has no newline
+            lines.append(self.pending)
+            self.pending = b""
+        batch: Batch = []
+        for raw_line in lines:
+            self.seen += 1
+            if self.seen <= self.delivered:
+                continue  # delivered before a reconnect
+            self.delivered += 1
+            batch.append(split_timestamp(raw_line.decode("utf-8", "replace").rstrip("\r")))
+        return batch, clean, clean or eof
+
+
+def read_some(sock: socket.socket) -> tuple[bytes, bool]:
+    """What a non-blocking socket holds now (up to ``READ_CAP``), and whether it ended."""
+    parts, size, eof = [], 0, False
+    while size < READ_CAP:
+        try:
+            data = sock.recv(65536)
+        except _WOULD_BLOCK:
+            break
+        except OSError:
+            eof = True
+            break
+        if not data:
+            eof = True
+            break
+        parts.append(data)
+        size += len(data)
+    return b"".join(parts), eof
+
+
+def take_over(resp: Any) -> tuple[socket.socket, bytes, Body] | None:
+    """The response's socket (made non-blocking), the body bytes ``http.client`` already
+    buffered past the headers, and a decoder; None when the client's internals differ
+    from urllib3's (then the stream gets a blocking reader instead)."""
+    raw = getattr(resp, "_fp", None)  # http.client.HTTPResponse
+    conn = getattr(resp, "connection", None) or getattr(resp, "_connection", None)
+    sock = getattr(conn, "sock", None)
+    fp = getattr(raw, "fp", None)
+    if raw is None or not isinstance(sock, socket.socket) or fp is None:
+        return None
+    if getattr(raw, "chunk_left", None) is not None:  # http.client is inside a chunk
+        return None
+    chunked = bool(getattr(raw, "chunked", False))
+    body = Body(chunked=chunked, length=None if chunked else getattr(raw, "length", None))
+    sock.setblocking(False)
+    try:
+        head = fp.read1(1 << 20) or b""
+    except (*_WOULD_BLOCK, ValueError):
+        head = b""
+    return sock, head, body

@@ -1,0 +1,51 @@
+"""A watch producer that fails says so and recovers: the job's stream shows "lost
+contact with the API: <cause>; retrying" (the dashboard too), the failure is logged
+with its traceback, and the stream goes on to the job's end with every line."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+
+from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.manifests import CODE_DIR
+from jupyter_ddl.models import EventKind, JobSpec, JobState
+from jupyter_ddl.widgets.state import DashboardState
+from jupyter_ddl.widgets.text import header_text
+
+PODS = "core/v1/pods"
+
+
+def test_a_failing_pod_watch_is_reported_and_the_stream_recovers(backend, double, caplog):
+    spec = JobSpec(name=f"lost-{uuid.uuid4().hex[:6]}", strategy="tf-mirrored",
+                   replicas={"Worker": 1}, command=["python", "-u", f"{CODE_DIR}/cell.py"])  # fmt: skip
+    backend.submit(spec, build_bundle("print('after the outage', flush=True)\n"))
+    # the watcher's first two pod lists come back mangled: a KeyError in the producer
+    double.state.garbled[PODS] = 2
+    stop = threading.Event()
+    timer = threading.Timer(40, stop.set)
+    timer.start()
+    try:
+        with caplog.at_level(logging.INFO, logger="jupyter_ddl.backends.kubernetes.listwatch"):
+            events = list(backend.watch(spec.name, stop=stop))
+    finally:
+        timer.cancel()
+    assert double.state.garbled[PODS] == 0, "the double's fault was not hit"
+
+    lost = [i for i, e in enumerate(events) if (e.message or "").startswith("lost contact")]
+    assert len(lost) == 1, [e.message for e in events if e.message]  # once per outage
+    message = events[lost[0]].message
+    assert message == "lost contact with the API: watching its pods: KeyError: 'metadata'; retrying"
+    assert events[lost[0]].kind == EventKind.WAITING and events[lost[0]].replica is None
+    traced = [r for r in caplog.records if r.exc_info and r.exc_info[0] is KeyError]
+    assert len(traced) == 1 and "watching its pods failed" in traced[0].getMessage()
+
+    dashboard = DashboardState(spec.name)
+    for ev in events[: lost[0] + 1]:
+        dashboard.apply(ev)
+    assert f"— {message}" in header_text(dashboard)
+
+    # recovered: the pods were listed again, the line arrived, the job's end too
+    assert [e.log.text for e in events if e.kind == EventKind.LOG] == ["after the outage"]
+    assert events[-1].kind == EventKind.STATUS and events[-1].status.state == JobState.SUCCEEDED
