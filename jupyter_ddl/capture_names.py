@@ -10,21 +10,15 @@ from __future__ import annotations
 import ast
 import builtins
 
+from .runtime.ddl_spawn import DEFINITIONS
+
 BUILTINS = frozenset(dir(builtins)) | {"__name__", "__file__", "__builtins__"}
 
-# Top-level statements that define things and are cheap to re-run in a replica. Loops,
-# `with` blocks and bare expressions run side effects (training, I/O) and are never shipped.
-_DEFINING = (
-    ast.Import,
-    ast.ImportFrom,
-    ast.FunctionDef,
-    ast.AsyncFunctionDef,
-    ast.ClassDef,
-    ast.Assign,
-    ast.AnnAssign,
-    ast.If,
-    ast.Try,
-)
+# Top-level statements that define things and are cheap to re-run in a replica: what a
+# spawned child replays (ddl_spawn, shipped into images and so stdlib-only, is their
+# home) and if/try blocks that bind names. Loops, `with` blocks and bare expressions run
+# side effects (training, I/O) and are never shipped.
+_DEFINING = (*DEFINITIONS, ast.If, ast.Try)
 
 
 def is_definition(stmt: ast.stmt) -> bool:

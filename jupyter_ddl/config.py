@@ -166,7 +166,7 @@ def _strings(values: Any) -> bool:
 
 
 def _known_backend(key: str, value: str) -> None:
-    from .backends import backend_names  # the backends import this module
+    from .backend_registry import backend_names
 
     if value not in backend_names():
         raise _problem(

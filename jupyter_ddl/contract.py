@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .errors import ValidationError
+from .kinds import MPIJobKind, PyTorchJobKind, TFJobKind, TrainJobKind
 from .models import JobSpec
 from .shape import JobShape, rid
 
@@ -94,7 +95,16 @@ def replica_env(spec: JobSpec, role: str, index: int, endpoints: Endpoints) -> d
             f"replica: {spec.name} has no {role} {index}; replicas: "
             + ", ".join(r.rid for r in shape.replicas)
         )
-    return shape.job_kind.operator_env(shape, role, index, endpoints)
+    kind = shape.job_kind
+    if isinstance(kind, TFJobKind):
+        return tf_env(shape, role, index, endpoints)
+    if isinstance(kind, PyTorchJobKind):
+        return pytorch_env(shape, role, index, endpoints)
+    if isinstance(kind, MPIJobKind):
+        return mpi_env(shape, role)
+    if isinstance(kind, TrainJobKind):
+        return trainjob_env(shape, role, index, endpoints)
+    raise ValidationError(f"kind: {kind.name} has no operator contract here")
 
 
 # -- §2.1 TFJob ------------------------------------------------------------------

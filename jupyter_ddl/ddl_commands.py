@@ -7,25 +7,18 @@ import copy
 import dataclasses
 import shlex
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .config import Config, save_config
-from .errors import ValidationError
-from .magic_args import check_repeats
+from .errors import JobFailed, ValidationError
+from .flags import RaisingParser
 from .models import JobState, JobStatus
+from .session import Session
 from .strategies import FRAMEWORKS, by_framework
 from .widgets.state import DashboardState
 from .widgets.text import diagnosis_of, header_text, root_cause_text, table_text
 
-if TYPE_CHECKING:
-    from .magics import DDLMagics
-
 COMMANDS = ("list", "status", "attach", "logs", "cancel", "delete", "wait", "strategies", "config")
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise ValidationError(f"%ddl {self.prog}: {message}; `%ddl help` lists the commands")
 
 
 def usage() -> str:
@@ -36,7 +29,7 @@ def usage() -> str:
     )
 
 
-def run_command(magics: DDLMagics, line: str) -> Any:
+def run_command(session: Session, line: str) -> Any:
     try:
         words = shlex.split(line)
     except ValueError as e:
@@ -49,32 +42,28 @@ def run_command(magics: DDLMagics, line: str) -> Any:
         raise ValidationError(
             f"%ddl: unknown command {command!r}; use one of: {', '.join(COMMANDS)}"
         )
-    return _HANDLERS[command](magics, rest)
+    return _HANDLERS[command](session, rest)
 
 
 def _named(
-    magics: DDLMagics, command: str, rest: list[str], *extra: tuple[str, type]
+    session: Session, command: str, rest: list[str], *extra: tuple[str, type]
 ) -> argparse.Namespace:
     """Parse ``NAME [flags]``; without NAME, the job this kernel started last."""
-    p = _Parser(prog=command, add_help=False, exit_on_error=False, allow_abbrev=False)
+    p = RaisingParser(prog=f"%ddl {command}", hint="`%ddl help` lists the commands")
     p.add_argument("name", nargs="?")
     for flag, kind in extra:
         p.add_argument(flag, type=kind)
-    try:
-        args = p.parse_args(rest)
-    except argparse.ArgumentError as e:
-        raise ValidationError(f"%ddl {command}: {e}; `%ddl help` lists the commands") from None
-    check_repeats(p, rest, f"%ddl {command}")
+    args = p.parse_words(rest)
     for flag, _ in extra:
         value = getattr(args, flag.lstrip("-"), None)
         if isinstance(value, (int, float)) and not value > 0:  # also NaN
             raise ValidationError(f"%ddl {command}: {flag} {value:g}: give a number above 0")
     if args.name is None:
-        if magics.last_job is None:
+        if session.last_job is None:
             raise ValidationError(
                 f"%ddl {command}: no job started in this kernel yet; give its NAME (`%ddl list`)"
             )
-        args.name = magics.last_job
+        args.name = session.last_job
     return args
 
 
@@ -86,8 +75,8 @@ def status_text(status: JobStatus) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def _list(magics: DDLMagics, rest: list[str]) -> None:
-    listing = magics.manager.listing()
+def _list(session: Session, rest: list[str]) -> None:
+    listing = session.manager.listing()
     _print_jobs(listing.jobs)
     for down in listing.unavailable:  # one line each: a backend down hides no other
         print(down.line)
@@ -118,32 +107,32 @@ def _origin(job: JobStatus) -> str:
     return " · ".join(p for p in parts if p)
 
 
-def _status(magics: DDLMagics, rest: list[str]) -> None:
-    a = _named(magics, "status", rest)
-    print(status_text(magics.manager.get(a.name)))
+def _status(session: Session, rest: list[str]) -> None:
+    a = _named(session, "status", rest)
+    print(status_text(session.manager.get(a.name)))
 
 
-def _attach(magics: DDLMagics, rest: list[str]) -> None:
-    a = _named(magics, "attach", rest)
-    magics.manager.get(a.name)  # JobNotFound before any output
-    magics.follow(a.name)
+def _attach(session: Session, rest: list[str]) -> None:
+    a = _named(session, "attach", rest)
+    session.manager.get(a.name)  # JobNotFound before any output
+    session.follow(a.name)
 
 
-def _logs(magics: DDLMagics, rest: list[str]) -> None:
+def _logs(session: Session, rest: list[str]) -> None:
     """The job's lines; without --tail at most ``logs_max_lines`` of them, then one
     line saying where the rest is (a big log must not flood the notebook)."""
-    a = _named(magics, "logs", rest, ("--replica", str), ("--tail", int))
-    limit = None if a.tail is not None else magics.manager.config.logs_max_lines
-    for shown, line in enumerate(magics.manager.logs(a.name, replica=a.replica, tail=a.tail)):
+    a = _named(session, "logs", rest, ("--replica", str), ("--tail", int))
+    limit = None if a.tail is not None else session.manager.config.logs_max_lines
+    for shown, line in enumerate(session.manager.logs(a.name, replica=a.replica, tail=a.tail)):
         if limit is not None and shown >= limit:
-            print(_rest_of_log(magics, a.name, a.replica, limit))
+            print(_rest_of_log(session, a.name, a.replica, limit))
             return
         print(f"[{line.replica}] {line.text}")
 
 
-def _rest_of_log(magics: DDLMagics, name: str, replica: str | None, shown: int) -> str:
+def _rest_of_log(session: Session, name: str, replica: str | None, shown: int) -> str:
     where = ""
-    found = magics.manager.find(name)
+    found = session.manager.find(name)
     job_dir = getattr(found, "job_dir", None)
     if job_dir is not None:
         logs = job_dir(name) / "logs"
@@ -155,38 +144,34 @@ def _rest_of_log(magics: DDLMagics, name: str, replica: str | None, shown: int) 
     )
 
 
-def _cancel(magics: DDLMagics, rest: list[str]) -> None:
-    a = _named(magics, "cancel", rest)
-    status = magics.manager.cancel(a.name)
+def _cancel(session: Session, rest: list[str]) -> None:
+    a = _named(session, "cancel", rest)
+    status = session.manager.cancel(a.name)
     print(f"{a.name}: {status.state.value}")
 
 
-def _delete(magics: DDLMagics, rest: list[str]) -> None:
-    a = _named(magics, "delete", rest)
-    dash = magics.dashboards.pop(a.name, None)
-    if dash is not None:
-        dash.detach()
-    magics.manager.delete(a.name)
+def _delete(session: Session, rest: list[str]) -> None:
+    a = _named(session, "delete", rest)
+    session.forget(a.name)
+    session.manager.delete(a.name)
     print(f"{a.name}: deleted")
 
 
-def _wait(magics: DDLMagics, rest: list[str]) -> None:
-    a = _named(magics, "wait", rest, ("--timeout", float))
-    dash = magics.dashboards.get(a.name)
+def _wait(session: Session, rest: list[str]) -> None:
+    a = _named(session, "wait", rest, ("--timeout", float))
+    dash = session.dashboards.get(a.name)
     if dash is not None and dash.running:
-        magics.wait_for(dash, a.timeout)  # also writes the dashboard's final output
+        session.wait_for(dash, a.timeout)  # also writes the dashboard's final output
         if dash.running:
             return
-    status = magics.manager.wait(a.name, timeout=a.timeout)
+    status = session.manager.wait(a.name, timeout=a.timeout)
     print(status_text(status))
     if status.state == JobState.FAILED:
-        from .magics import JobFailed, failed_line
-
         root = diagnosis_of(DashboardState.of_status(status))
-        raise JobFailed(failed_line(a.name, status.message, root.root if root else None))
+        raise JobFailed.of(a.name, status.message, root.root if root else None)
 
 
-def _strategies(magics: DDLMagics, rest: list[str]) -> None:
+def _strategies(session: Session, rest: list[str]) -> None:
     groups = by_framework()
     for framework in FRAMEWORKS:
         print(f"{framework}:")
@@ -196,8 +181,8 @@ def _strategies(magics: DDLMagics, rest: list[str]) -> None:
             print(f"  {'':<26} roles: {roles}; kind: {s.kind}")
 
 
-def _config(magics: DDLMagics, rest: list[str]) -> None:
-    cfg: Config = magics.manager.config
+def _config(session: Session, rest: list[str]) -> None:
+    cfg: Config = session.manager.config
     trial = copy.deepcopy(cfg)  # all or nothing: one bad item changes no key
     for item in rest:
         key, sep, value = item.partition("=")

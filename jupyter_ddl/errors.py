@@ -8,6 +8,7 @@ for these; anything else is a bug and is shown as one.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 
 class DDLError(Exception):
@@ -90,7 +91,44 @@ class RegistryError(DDLError):
     http_status = 502
 
 
+class TransientRegistryError(RegistryError):
+    """A registry failure worth retrying as a whole (dropped connection, 5xx)."""
+
+
 class ClusterError(DDLError):
     """The Kubernetes API answered with an error we could not map to a better class."""
 
     http_status = 502
+
+
+class JobFailed(DDLError):
+    """A job followed with ``--wait`` / ``%ddl wait`` ended Failed: the job is in a
+    state the request did not want."""
+
+    http_status = 409
+
+    @classmethod
+    def of(cls, name: str, message: str | None, root: Any = None) -> JobFailed:
+        """``job X failed: <root cause first>; `%ddl logs X --replica R` shows its
+        lines`` (``root``: the diagnosis' root-cause replica, when known)."""
+        where = f" --replica {root.replica}" if root is not None else ""
+        return cls(
+            f"job {name} failed: {message or 'a replica failed'}; "
+            f"`%ddl logs {name}{where}` shows every line"
+        )
+
+
+class ShownError(Exception):
+    """A DDLError as a notebook cell shows it: one line, no traceback (IPython calls
+    ``_render_traceback_``), and still an error, so "Run all" stops there."""
+
+    def __init__(self, error: DDLError) -> None:
+        self.error = error
+        super().__init__(str(error))
+
+    @property
+    def http_status(self) -> int:
+        return self.error.http_status
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"\x1b[0;31m{type(self.error).__name__}\x1b[0m: {self.error}"]

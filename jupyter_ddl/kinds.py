@@ -2,8 +2,8 @@
 
 A kind knows where it lives in the API, its replica map and the container its operator
 looks for, how that operator names, labels and reaches the pods, which replicas end
-the job, how the job is suspended, which operator serves it (for messages) and which
-contract function gives a replica's environment. Manifests, status, validation, both
+the job, how the job is suspended and which operator serves it (for messages); the
+environment each operator injects is ``contract.replica_env``'s. Manifests, status, validation, both
 backends and the dry run ask the kind instead of comparing kind names. The TrainJob
 kind also carries the Trainer release it is written for (``trainer.py``). Section
 numbers refer to ``docs/operator-contract.md``.
@@ -14,15 +14,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from enum import Enum
+from typing import Any
 
 from .errors import ValidationError
-from .models import ROLES, RestartPolicy, replica_id
 from .trainer import NEWEST, RELEASES, Release, release_named
-
-if TYPE_CHECKING:
-    from .contract import Endpoints
-    from .shape import JobShape
 
 TK = "training.kubeflow.org/"  # training-operator and mpi-operator pod labels (§1.4, §3.4)
 JS = "jobset.sigs.k8s.io/"  # JobSet pod labels under a TrainJob (§4.2)
@@ -34,7 +30,24 @@ TF_PORT = 2222
 TORCH_PORT = 23456
 TRAINJOB_PORT = 29500
 SSH_PORT = 22
+# Roles use the operators' replica-type spelling (operator-contract.md §1.1, §3, §4.1).
+ROLES = ("Chief", "Master", "Worker", "PS", "Evaluator", "Launcher", "Node")
 _ROLE = {r.lower(): r for r in ROLES}
+
+
+def replica_id(role: str, index: int) -> str:
+    """``worker-1``: a replica's name in logs and the UI, the operator's pod-name
+    suffix (operator-contract.md §1.3)."""
+    return f"{role.lower()}-{index}"
+
+
+class RestartPolicy(str, Enum):
+    NEVER = "Never"
+    ON_FAILURE = "OnFailure"
+    EXIT_CODE = "ExitCode"
+    ALWAYS = "Always"
+
+
 Key = tuple[str, int]
 
 
@@ -127,13 +140,6 @@ class Kind(ABC):
         """The replicas whose success ends the job successfully (§1.5, §3.4, §4.4)."""
         ...
 
-    @abstractmethod
-    def operator_env(
-        self, shape: JobShape, role: str, index: int, endpoints: Endpoints
-    ) -> dict[str, str]:
-        """What the operator injects into replica (role, index) (``contract.py``)."""
-        ...
-
 
 def _labels(pod: Mapping[str, Any]) -> dict[str, str]:
     return dict((pod.get("metadata") or {}).get("labels") or {})
@@ -155,11 +161,6 @@ class TFJobKind(Kind):
         leaders = [k for k in keys if k[0] in ("Chief", "Master")]
         return leaders or [k for k in keys if k == ("Worker", 0)]
 
-    def operator_env(self, shape: JobShape, role: str, index: int, endpoints: Endpoints) -> dict[str, str]:  # fmt: skip
-        from . import contract
-
-        return contract.tf_env(shape, role, index, endpoints)
-
 
 @dataclass(frozen=True)
 class PyTorchJobKind(Kind):
@@ -175,11 +176,6 @@ class PyTorchJobKind(Kind):
     def success_needs(self, keys: Sequence[Key]) -> list[Key]:
         masters = [k for k in keys if k[0] == "Master"]
         return masters or list(keys)
-
-    def operator_env(self, shape: JobShape, role: str, index: int, endpoints: Endpoints) -> dict[str, str]:  # fmt: skip
-        from . import contract
-
-        return contract.pytorch_env(shape, role, index, endpoints)
 
 
 @dataclass(frozen=True)
@@ -218,11 +214,6 @@ class MPIJobKind(Kind):
 
     def success_needs(self, keys: Sequence[Key]) -> list[Key]:
         return [k for k in keys if k[0] == "Launcher"]
-
-    def operator_env(self, shape: JobShape, role: str, index: int, endpoints: Endpoints) -> dict[str, str]:  # fmt: skip
-        from . import contract
-
-        return contract.mpi_env(shape, role)
 
 
 @dataclass(frozen=True)
@@ -284,11 +275,6 @@ class TrainJobKind(Kind):
 
     def success_needs(self, keys: Sequence[Key]) -> list[Key]:
         return [k for k in keys if k[0] != "Launcher"] or list(keys)
-
-    def operator_env(self, shape: JobShape, role: str, index: int, endpoints: Endpoints) -> dict[str, str]:  # fmt: skip
-        from . import contract
-
-        return contract.trainjob_env(shape, role, index, endpoints)
 
 
 _TO = "the Kubeflow training operator (kubeflow/trainer v1.9, kubeflow.org/v1)"

@@ -6,12 +6,11 @@ argparse's usage-and-exit.
 
 from __future__ import annotations
 
-import argparse
 import re
 import shlex
-from dataclasses import dataclass, field
 
 from .errors import ValidationError
+from .flags import DistributeArgs, build_parser, role_flags, spec_copies
 from .models import GangScheduling, JobSpec, Resources, RestartPolicy
 from .shape import fill_counts
 from .strategies import Strategy, get_strategy
@@ -35,119 +34,6 @@ per replica. --replicas with a role flag that disagrees (--replicas 3 --workers 
 refused."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise ValidationError(f"%%distribute: {message}; `%%distribute --help` lists the flags")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
-        prog="%%distribute",
-        add_help=False,
-        description="Run this cell as a distributed training job.",
-        epilog=REPLICAS_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        exit_on_error=False,
-        # `--worker 2` must not silently mean `--workers`: a flag added later would
-        # change what stored notebooks mean.
-        allow_abbrev=False,
-    )
-    a = p.add_argument
-    a("-h", "--help", action="store_true", help="show this help")
-    a("--strategy", "-s", help="strategy name (`%%ddl strategies` lists them)")
-    a("--replicas", "-n", type=int, help="training replicas in total (see below)")
-    a("--workers", type=int, help="Worker replicas (0 allowed for torch DDP: Master alone)")
-    a("--ps", type=int, help="parameter servers (tf-parameter-server)")
-    a("--chief", type=int, help="Chief replicas (0 or 1)")
-    a("--evaluator", type=int, help="Evaluator replicas (0 or 1)")
-    a("--gpus", type=int, default=0, help="GPUs per replica (1 replica x 1 GPU = 1 GPU)")
-    a("--tpus", type=int, default=0, help="TPU chips per replica (tf-tpu)")
-    a("--cpu", help="CPU per replica, a Kubernetes quantity (2, 500m)")
-    a("--memory", help="memory per replica, a Kubernetes quantity (4Gi)")
-    a("--image", help="container image (Kubernetes)")
-    a("--backend", "-b", help="local or kubernetes (default: the configured one)")
-    a("--namespace", help="Kubernetes namespace")
-    a("--name", help="job name (default: generated from the notebook)")
-    a("--env", action="append", default=[], metavar="K=V", help="environment variable")
-    a(
-        "--secret-env",
-        action="append",
-        default=[],
-        metavar="K",
-        help="pass K from the kernel's environment, value never stored",
-    )
-    a(
-        "--requirements",
-        "-r",
-        action="append",
-        default=[],
-        help="pip requirements: a file or comma-separated names",
-    )
-    a(
-        "--gang",
-        nargs="?",
-        const="volcano",
-        choices=["volcano", "scheduler-plugins"],
-        help="gang scheduling",
-    )
-    a("--queue", help="scheduler queue (implies --gang)")
-    a("--priority", help="priority class (implies --gang)")
-    a("--restart-policy", help="Never, OnFailure, ExitCode or Always")
-    a("--backoff-limit", type=int, help="restarts before the job fails")
-    a(
-        "--nproc-per-node",
-        type=int,
-        help="torch processes per replica, under torchrun (default: its GPU count, at least 1)",
-    )
-    a("--dist-backend", choices=["gloo", "nccl", "mpi"], help="torch process group backend")
-    a("--target", choices=["trainjob"], help="submit torch strategies as a Trainer v2 TrainJob")
-    a(
-        "--dry-run",
-        action="store_true",
-        help="print the captured script and the YAML; start nothing",
-    )
-    a("--wait", action="store_true", help="block until the job ends")
-    a("--build-only", action="store_true", help="build and push the image only (Kubernetes)")
-    a("--timeout", type=float, help="with --wait: stop waiting after this many seconds")
-    return p
-
-
-@dataclass
-class DistributeArgs:
-    """The parsed flags; ``spec_from_args`` turns them into a JobSpec."""
-
-    strategy: str | None = None
-    replicas: int | None = None
-    workers: int | None = None
-    ps: int | None = None
-    chief: int | None = None
-    evaluator: int | None = None
-    gpus: int = 0
-    tpus: int = 0
-    cpu: str | None = None
-    memory: str | None = None
-    image: str | None = None
-    backend: str | None = None
-    namespace: str | None = None
-    name: str | None = None
-    env: list[str] = field(default_factory=list)
-    secret_env: list[str] = field(default_factory=list)
-    requirements: list[str] = field(default_factory=list)
-    gang: str | None = None
-    queue: str | None = None
-    priority: str | None = None
-    restart_policy: str | None = None
-    backoff_limit: int | None = None
-    nproc_per_node: int | None = None
-    dist_backend: str | None = None
-    target: str | None = None
-    dry_run: bool = False
-    wait: bool = False
-    build_only: bool = False
-    timeout: float | None = None
-    help: bool = False
-
-
 def parse_line(line: str) -> DistributeArgs:
     """Parse the magic's line; raises ValidationError naming the bad flag."""
     try:
@@ -156,33 +42,9 @@ def parse_line(line: str) -> DistributeArgs:
         raise ValidationError(
             f"%%distribute: cannot split the flags ({e}); check the quotes"
         ) from None
-    parser = build_parser()
-    try:
-        ns = parser.parse_args(words)
-    except argparse.ArgumentError as e:
-        raise ValidationError(f"%%distribute: {e}; `%%distribute --help` lists the flags") from None
-    check_repeats(parser, words, "%%distribute")
-    args = DistributeArgs(**vars(ns))
+    args = DistributeArgs(**vars(build_parser(REPLICAS_HELP).parse_words(words)))
     _check_timeout(args)
     return args
-
-
-def check_repeats(parser: argparse.ArgumentParser, words: list[str], prog: str) -> None:
-    """A flag that takes one value given twice (``--replicas 2 ... --replicas 3``) is
-    refused: argparse would silently keep the last one."""
-    seen: dict[str, str] = {}
-    for word in words:
-        if word == "--":
-            break
-        flag = word.split("=", 1)[0]
-        action = parser._option_string_actions.get(flag)
-        if action is None or isinstance(action, argparse._AppendAction):
-            continue
-        if action.dest in seen:
-            raise ValidationError(
-                f"{prog}: {seen[action.dest]} is given twice ({flag} again); give it once"
-            )
-        seen[action.dest] = flag
 
 
 def _check_timeout(args: DistributeArgs) -> None:
@@ -214,10 +76,11 @@ def secret_looking(names: list[str]) -> list[str]:
 
 
 def help_text() -> str:
-    return build_parser().format_help()
+    return build_parser(REPLICAS_HELP).format_help()
 
 
-_ROLE_FLAGS = {"Worker": "--workers", "PS": "--ps", "Chief": "--chief", "Evaluator": "--evaluator"}
+def _role_flag(role: str) -> str:
+    return "--" + role_flags()[role]
 
 
 def role_counts(strategy: Strategy, args: DistributeArgs) -> dict[str, int]:
@@ -228,17 +91,12 @@ def role_counts(strategy: Strategy, args: DistributeArgs) -> dict[str, int]:
     roles it does not count (PS, launcher, evaluator, the ParameterServer chief) come
     from their own flags or their defaults.
     """
-    explicit = {
-        "Worker": args.workers,
-        "PS": args.ps,
-        "Chief": args.chief,
-        "Evaluator": args.evaluator,
-    }
+    explicit = {role: getattr(args, dest) for role, dest in role_flags().items()}
     given = {role: n for role, n in explicit.items() if n is not None}
     for role in given:
         if strategy.rule(role) is None:
             raise ValidationError(
-                f"{_ROLE_FLAGS[role]}: {strategy.name} has no {role} role "
+                f"{_role_flag(role)}: {strategy.name} has no {role} role "
                 f"(roles: {', '.join(strategy.role_names)}); drop the flag"
             )
     counts = fill_counts(strategy.name, given, None)
@@ -267,7 +125,7 @@ def _fill(strategy: Strategy, counts: dict[str, int], total: int, given: int | N
             f"--replicas {total}: {strategy.name} trains on {shape}; choose --replicas {lo}{span}"
         )
     if given is not None and given != n:
-        flag = _ROLE_FLAGS.get(fill.role, fill.role)
+        flag = _role_flag(fill.role) if fill.role in role_flags() else fill.role
         made = " + ".join(f"{r} {k}" for r, k in {**others, fill.role: n}.items() if k)
         raise ValidationError(
             f"--replicas {total} and {flag} {given} disagree: for {strategy.name} --replicas "
@@ -349,16 +207,12 @@ def spec_from_args(
         replicas=role_counts(strategy, args),
         resources=per_role,
         default_resources=default,
-        image=args.image,
         env=_env(args.env),
         secret_env=_secret_names(args.secret_env),
         restart_policy=_restart_policy(args.restart_policy),
-        backoff_limit=args.backoff_limit,
         gang=_gang(args),
-        namespace=args.namespace,
         backend=backend,
-        dist_backend=args.dist_backend,
-        nproc_per_node=args.nproc_per_node,
         target="TrainJob" if args.target == "trainjob" else None,
         notebook=notebook,
+        **{dest: getattr(args, dest) for dest in spec_copies()},
     )

@@ -15,39 +15,15 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
 from .capture import Captured, capture_cell, history_of, read_requirements
-from .errors import BackendUnavailable, CaptureError, DDLError, ValidationError
+from .errors import BackendUnavailable, CaptureError, DDLError, ShownError, ValidationError
 from .magic_args import DistributeArgs, help_text, parse_line, secret_looking, spec_from_args
 from .manager import JobManager, default_manager
-from .models import JobState
 from .names import cell_label, generate_name
+from .session import Session
 from .widgets.dashboard import Dashboard, widgets_available
 
 if TYPE_CHECKING:
     from .widgets.views import Slot
-
-
-class ShownError(Exception):
-    """A DDLError as the cell shows it: one line, no traceback."""
-
-    def __init__(self, error: DDLError) -> None:
-        self.error = error
-        super().__init__(str(error))
-
-    def _render_traceback_(self) -> list[str]:
-        return [f"\x1b[0;31m{type(self.error).__name__}\x1b[0m: {self.error}"]
-
-
-class JobFailed(DDLError):
-    """A job followed with --wait / %ddl wait ended Failed."""
-
-
-def failed_line(name: str, message: str | None, root: Any = None) -> str:
-    """``job X failed: <root cause first>; `%ddl logs X --replica R` shows its lines``."""
-    where = f" --replica {root.replica}" if root is not None else ""
-    return (
-        f"job {name} failed: {message or 'a replica failed'}; "
-        f"`%ddl logs {name}{where}` shows every line"
-    )
 
 
 @magics_class
@@ -55,10 +31,18 @@ class DDLMagics(Magics):
     def __init__(self, shell: Any, manager: JobManager | None = None) -> None:
         super().__init__(shell)
         self._manager = manager
-        self.dashboards: dict[str, Dashboard] = {}
+        self.session = Session(lambda: self.manager, lambda: widgets_available(self.shell))
         self.last_form: Any = None
         self.last_capture: Captured | None = None
-        self.last_job: str | None = None  # what `%ddl status` etc. mean without a NAME
+
+    @property
+    def dashboards(self) -> dict[str, Dashboard]:
+        return self.session.dashboards
+
+    @property
+    def last_job(self) -> str | None:
+        """What `%ddl status` etc. mean without a NAME."""
+        return self.session.last_job
 
     @property
     def ip(self) -> Any:
@@ -215,12 +199,12 @@ class DDLMagics(Magics):
                 "set it (os.environ[...] or before starting Jupyter) and run the cell again"
             )
         handle = self.manager.submit(spec, bundle)
-        self.last_job = handle.name
+        self.session.last_job = handle.name
         # The job's name for later cells (`%ddl logs $_ddl_job`, `manager.get(_ddl_job)`).
         self.ip.user_ns["_ddl_job"] = handle.name
-        dash = self.follow(handle.name, handle.backend, slot=slot, on_end=on_end)
+        dash = self.session.follow(handle.name, handle.backend, slot=slot, on_end=on_end)
         if args.wait:
-            self.wait_for(dash, args.timeout)
+            self.session.wait_for(dash, args.timeout)
         return dash
 
     def _dry_run_text(self, spec: Any, bundle: Any, captured: Captured) -> str:
@@ -257,40 +241,6 @@ class DDLMagics(Magics):
         )
         print(f"image: {getattr(built, 'ref', built)} ({pushed})")
 
-    # -- following jobs ------------------------------------------------------------------
-    def follow(
-        self, name: str, backend: str | None = None, *, slot: Slot | None = None, on_end: Any = None
-    ) -> Dashboard:
-        """Show a live dashboard for ``name`` (logs replayed from the start); its record
-        replaces it when the job ends."""
-        old = self.dashboards.get(name)
-        if old is not None and old.running:
-            old.detach()
-        dash = Dashboard(
-            self.manager, name, backend=backend, widgets=widgets_available(self.shell),
-            slot=slot, on_end=on_end,
-        ).start()  # fmt: skip
-        self.dashboards[name] = dash
-        return dash
-
-    def wait_for(self, dash: Dashboard, timeout: float | None = None) -> None:
-        """Block until the followed job ends; a Failed job fails the cell (one line)."""
-        try:
-            done = dash.wait(timeout)
-        except KeyboardInterrupt:
-            print(
-                f"stopped waiting; {dash.name} keeps running (`%ddl cancel {dash.name}` stops it)"
-            )
-            return
-        if not done:
-            print(
-                f"{dash.name} is still running after {timeout:g} s; `%ddl wait {dash.name}` waits again"
-            )
-            return
-        state = dash.state
-        if state.state == JobState.FAILED.value:
-            raise JobFailed(failed_line(dash.name, state.message, dash.state.diagnosis().root))
-
     # -- %ddl --------------------------------------------------------------------------------
     @line_magic
     def ddl(self, line: str) -> Any:
@@ -298,7 +248,7 @@ class DDLMagics(Magics):
         from .ddl_commands import run_command
 
         try:
-            return run_command(self, line)
+            return run_command(self.session, line)
         except DDLError as e:
             raise ShownError(e) from None
 

@@ -14,7 +14,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from typing_extensions import Unpack
+
 from .backends import Backend, backend_class, backend_names
+from .backends.base import LogOptions
 from .config import Config, load_config
 from .errors import BackendUnavailable, DDLError, JobNotFound, RegistryError
 from .metrics import METRIC_MARKER, parse_metric_line
@@ -222,40 +225,14 @@ class JobManager:
         return self.find(name, backend).watch(name, stop=stop, from_start=from_start)
 
     def logs(
-        self,
-        name: str,
-        *,
-        backend: str | None = None,
-        replica: str | None = None,
-        offset: int = 0,
-        tail: int | None = None,
-        follow: bool = False,
-        stop: threading.Event | None = None,
-        raw: bool = False,
+        self, name: str, *, backend: str | None = None, **options: Unpack[LogOptions]
     ) -> Iterator[LogLine]:
-        """The lines a person reads (``raw``: ``report()`` lines too; see Backend.logs).
-        ``replica`` must be one of the job's replicas (JobNotFound naming them otherwise):
-        a replica is looked up, never used as a file name or a filter that silently
-        matches nothing."""
-        found = self.find(name, backend)
-        if replica is not None:
-            known = self.replica_ids(name, found.name)
-            if known and replica not in known:
-                raise JobNotFound.replica(name, replica, known)
-        return found.logs(
-            name, replica=replica, offset=offset, tail=tail, follow=follow, stop=stop, raw=raw
-        )
+        """``Backend.logs`` of the backend that holds the job."""
+        return self.find(name, backend).logs(name, **options)
 
     def replica_ids(self, name: str, backend: str | None = None) -> Sequence[str]:
-        """The job's replica ids (``master-0``...): from its status and its spec."""
-        found = self.find(name, backend)
-        ids = [r.id for r in found.get(name).replicas]
-        try:
-            spec = found.spec(name)
-            more = [r.rid for r in spec.shape.replicas] if spec is not None else []
-        except (DDLError, ValueError, KeyError, TypeError):
-            more = []  # a spec this version cannot read: the status still names them
-        return ids + [rid for rid in more if rid not in ids]
+        """The job's replica ids (``master-0``...)."""
+        return self.find(name, backend).replica_ids(name)
 
     def reports(self, name: str, backend: str | None = None) -> Reports:
         """Every ``report(**metrics)`` the job's replicas printed, as (replica, values) in

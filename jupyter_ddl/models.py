@@ -15,15 +15,11 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+# the operators' spelling of roles and restart policies: kinds.py holds them
+from .kinds import RestartPolicy, replica_id
+
 if TYPE_CHECKING:
     from .shape import JobShape
-
-
-class RestartPolicy(str, Enum):
-    NEVER = "Never"
-    ON_FAILURE = "OnFailure"
-    EXIT_CODE = "ExitCode"
-    ALWAYS = "Always"
 
 
 class CleanPodPolicy(str, Enum):
@@ -70,9 +66,6 @@ class EventKind(str, Enum):
 
 #: restarts allowed when the user gave no backoff limit (a Kubernetes Job allows 6)
 DEFAULT_BACKOFF_LIMIT = 3
-
-# Roles use the operators' replica-type spelling (operator-contract.md §1.1, §3, §4.1).
-ROLES = ("Chief", "Master", "Worker", "PS", "Evaluator", "Launcher", "Node")
 
 
 @dataclass
@@ -262,12 +255,6 @@ class JobHandle:
     image: str | None = None  # what the replicas run (Kubernetes)
     image_pushed: bool | None = None  # False: it was in the registry; None: no push
     warnings: list[str] = field(default_factory=list)  # what the submit checks found
-
-
-def replica_id(role: str, index: int) -> str:
-    """``worker-1``: a replica's name in logs and the UI, the operator's pod-name
-    suffix (operator-contract.md §1.3)."""
-    return f"{role.lower()}-{index}"
 
 
 @dataclass

@@ -13,14 +13,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import kinds
 from .errors import ValidationError
-from .kinds import Kind
-from .models import ROLES, JobSpec, Resources, replica_id
+from .kinds import ROLES, Kind, replica_id
 from .strategies import CATALOG, Strategy, get_strategy
 from .trainer import RELEASES, RuntimeLayout, shipped_layout
+
+if TYPE_CHECKING:  # models builds on this module (JobSpec.shape)
+    from .models import JobSpec, Resources
 
 #: backend_options keys the Kubernetes backend fills at submit from what the cluster
 #: runs (the dry run from config): the Trainer release, and the runtime's layout

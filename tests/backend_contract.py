@@ -96,6 +96,15 @@ def test_contract_submit_get_list_logs(backend: Backend, make_job: MakeJob, cont
     first = next(line for line in backend.logs(spec.name) if line.text == "second line")
     again = list(backend.logs(spec.name, offset=first.offset))
     assert again[0].text == "second line" and again[0].offset == first.offset
+    # following a finished job gives what is there and ends
+    followed = list(backend.logs(spec.name, offset=first.offset, follow=True))
+    assert [line.text for line in followed][:1] == ["second line"]
+    # a replica is looked up among the job's: its own lines, or one line naming them
+    (rid,) = {line.replica for line in backend.logs(spec.name)}
+    assert [line.text for line in backend.logs(spec.name, replica=rid)] == texts
+    with pytest.raises(JobNotFound) as e:
+        list(backend.logs(spec.name, replica="../no-such-replica"))
+    assert rid in str(e.value)
 
 
 def test_contract_watch_streams_status_logs_and_metrics(

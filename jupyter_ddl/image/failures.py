@@ -7,11 +7,7 @@ from __future__ import annotations
 
 import json
 
-from ..errors import RegistryError
-
-
-class TransientRegistryError(RegistryError):
-    """A failure worth retrying as a whole (dropped connection, 5xx)."""
+from ..errors import RegistryError, TransientRegistryError
 
 
 def http_failure(

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from ..errors import TransientRegistryError
 from ..queues import put_until_stopped
 from .append import AppendedImage
-from .failures import TransientRegistryError
 from .layer import Layer
 from .progress import PROGRESS_THRESHOLD, ProgressCallback
 from .registry import RegistryClient

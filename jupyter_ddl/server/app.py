@@ -15,7 +15,7 @@ from traitlets import Unicode
 from .._version import __version__
 from ..config import load_config
 from ..manager import JobManager
-from .handlers import routes
+from .routes import routes
 
 
 class DDLServerApp(ExtensionApp):

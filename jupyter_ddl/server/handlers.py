@@ -17,7 +17,6 @@ from typing import Any, TypeVar
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
-from jupyter_server.utils import url_path_join
 from tornado import web
 
 from ..errors import DDLError
@@ -272,27 +271,3 @@ def read_lines(
         return out
     finally:
         stop.set()
-
-
-_JOB = r"(?P<name>[^/]+)"
-
-
-def routes(base_url: str = "/") -> list[tuple[str, type[DDLHandler]]]:
-    """URL patterns → handlers, under ``base_url`` (the ExtensionApp adds the server's)."""
-
-    from .catalog import StrategiesHandler  # they build on DDLHandler above
-    from .events import JobEventsHandler
-
-    def url(*parts: str) -> str:
-        return url_path_join(base_url, NAMESPACE, *parts)
-
-    return [
-        (url("backends"), BackendsHandler),
-        (url("strategies"), StrategiesHandler),
-        (url("events"), JobEventsHandler),
-        (url("jobs"), JobsHandler),
-        (url("jobs", _JOB), JobHandler),
-        (url("jobs", _JOB, "cancel"), CancelHandler),
-        (url("jobs", _JOB, "logs"), LogsHandler),
-        (url("jobs", _JOB, "metrics"), MetricsHandler),
-    ]

@@ -20,20 +20,20 @@ a widget whose kernel is gone, and the jobs' own records sit below it.
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from .. import flags
 from ..atomic import write_atomic
 from ..config import data_dir
 from ..errors import DDLError
-from ..magic_args import DistributeArgs, spec_from_args
+from ..flags import DistributeArgs, declared
+from ..magic_args import spec_from_args
 from ..models import JobSpec
 from ..strategies import CATALOG, FRAMEWORK_TITLES, FRAMEWORKS, Strategy, by_framework, get_strategy
 from ..validation import problems
-
-_ROLE_FLAGS = {"Worker": "workers", "PS": "ps", "Chief": "chief", "Evaluator": "evaluator"}
 
 Action = Callable[[DistributeArgs], None]
 DryRun = Callable[[DistributeArgs], str]
@@ -217,20 +217,26 @@ class DistributeForm:
 
     # -- reading the choice ----------------------------------------------------------------
     def args(self) -> DistributeArgs:
-        """The choice as the flags it stands for."""
-        a = DistributeArgs(
-            strategy=self.strategy.value, replicas=self.replicas.value, gpus=self.gpus.value
-        )
-        for role, field in self.role_fields.items():
-            setattr(a, _ROLE_FLAGS[role], field.value)
-        a.cpu = self.cpu.value.strip() or None
-        a.memory = self.memory.value.strip() or None
-        a.backend = self.backend.value
-        a.name = self.name.value.strip() or self.generated or None
-        if self.backend.value == "kubernetes":
-            a.image = self.image.value.strip() or None
-            a.gang = "volcano" if self.gang.value else None
-            a.queue = self.queue.value.strip() or None
+        """The choice as the flags it stands for: each flag declared with a ``widget``
+        (flags.py) is read from the field of its name."""
+        values: dict[str, Any] = {}
+        kube = self.backend.value == "kubernetes"
+        for d in declared():
+            kind = d.meta.widget
+            if kind is None or (d.meta.kube_only and not kube):
+                continue
+            if kind == "role":
+                if d.meta.role in self.role_fields:
+                    values[d.dest] = self.role_fields[d.meta.role].value
+                continue
+            value = getattr(self, d.dest).value
+            if kind == "text":
+                value = value.strip() or None
+            elif kind == "check":
+                value = d.meta.bare if value else None
+            values[d.dest] = value
+        a = DistributeArgs(**values)
+        a.name = a.name or self.generated or None
         return a
 
     def check(self) -> list[str]:
@@ -348,24 +354,9 @@ class DistributeForm:
 
 
 def flag_line(a: DistributeArgs) -> str:
-    """The ``%%distribute`` line that makes the same job as the form's choice (but its
-    name, which is the cell's own)."""
-    words = ["%%distribute", "--strategy", str(a.strategy)]
-    if a.replicas is not None:
-        words += ["--replicas", str(a.replicas)]
-    for flag in _ROLE_FLAGS.values():
-        value = getattr(a, flag)
-        if value is not None:
-            words += [f"--{flag}", str(value)]
-    for flag, value in (("gpus", a.gpus or None), ("cpu", a.cpu), ("memory", a.memory)):
-        if value is not None:
-            words += [f"--{flag}", str(value)]
-    if a.backend and a.backend != "local":
-        words += ["--backend", a.backend]
-    for flag, value in (("image", a.image), ("gang", a.gang), ("queue", a.queue)):
-        if value is not None:
-            words += [f"--{flag}", shlex.quote(str(value))]
-    return " ".join(words)
+    """The ``%%distribute`` line of the form's choice (``flags.flag_line``), with
+    ``--backend local`` unsaid: the configured default is the user's to choose."""
+    return flags.flag_line(replace(a, backend=None) if a.backend == "local" else a)
 
 
 def _total_rule(s: Strategy) -> str:

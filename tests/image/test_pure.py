@@ -277,8 +277,8 @@ def test_text_progress_bar():
 
 
 def test_registry_failures_are_one_line_with_a_next_step():
+    from jupyter_ddl.errors import TransientRegistryError
     from jupyter_ddl.image.failures import (
-        TransientRegistryError,
         error_code,
         http_failure,
         retry_after,

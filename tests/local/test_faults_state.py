@@ -17,8 +17,7 @@ import pytest
 
 from jupyter_ddl.backends.local import LocalBackend
 from jupyter_ddl.config import Config, config_path, load_config
-from jupyter_ddl.errors import JobNotFound
-from jupyter_ddl.magics import ShownError
+from jupyter_ddl.errors import JobNotFound, ShownError
 from jupyter_ddl.manager import JobManager
 from jupyter_ddl.models import JobState
 from tests.local.conftest import submit, wait

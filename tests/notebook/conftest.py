@@ -7,8 +7,7 @@ import pytest
 
 from jupyter_ddl.config import Config
 from jupyter_ddl.manager import JobManager
-
-from .fakes import FakeBackend
+from tests.support.fake_backend import FakeBackend
 
 
 @pytest.fixture

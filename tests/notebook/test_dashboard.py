@@ -15,8 +15,7 @@ from jupyter_ddl.widgets.dashboard import Dashboard
 from jupyter_ddl.widgets.follow import Follower
 from jupyter_ddl.widgets.state import DashboardState
 from tests.support import require
-
-from .fakes import FakeBackend
+from tests.support.fake_backend import FakeBackend
 
 
 class Recorder:

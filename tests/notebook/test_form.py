@@ -204,6 +204,38 @@ def test_submit_waits_for_the_job_unless_submit_another(data_dir):
     assert not form.submit_button.disabled
 
 
+def test_the_form_reads_every_flag_it_offers_from_the_field_of_that_name(data_dir):
+    """``args()`` is made from the flag declarations (flags.py): each flag with a
+    widget has a form field of its name, and the form's choice is the flags' choice."""
+    from jupyter_ddl.flags import declared
+    from jupyter_ddl.magic_args import parse_line, spec_from_args
+
+    form = _form([], names=lambda: "gen-1")
+    offered = [d for d in declared() if d.meta.widget and d.meta.widget != "role"]
+    assert {d.dest for d in offered} >= {"strategy", "replicas", "gpus", "backend", "name"}
+    for d in offered:
+        assert hasattr(getattr(form, d.dest), "value"), d.dest
+    form.framework.value = "tensorflow"
+    form.strategy.value = "tf-parameter-server"
+    form.replicas.value = 3
+    form.role_fields["PS"].value = 2
+    form.gpus.value = 1
+    form.cpu.value = " 2 "
+    form.backend.value = "kubernetes"
+    form.image.value = "img:1"
+    form.gang.value = True
+    form.queue.value = "q"
+    flags = parse_line(
+        "-s tf-parameter-server -n 3 --ps 2 --evaluator 0 --gpus 1 --cpu 2 -b kubernetes "
+        "--image img:1 --gang --queue q --name gen-1"
+    )
+    assert form.args() == flags
+    kwargs = {"name": "j", "backend": "kubernetes"}
+    assert spec_from_args(form.args(), **kwargs) == spec_from_args(flags, **kwargs)
+    form.backend.value = "local"  # the Kubernetes-only fields are not read then
+    assert (form.args().image, form.args().gang, form.args().queue) == (None, None, None)
+
+
 def test_the_form_retires_to_a_note_with_the_same_flags_once_its_jobs_ended(data_dir):
     from jupyter_ddl.magic_args import parse_line
     from jupyter_ddl.widgets.form import flag_line

@@ -9,8 +9,7 @@ import time
 
 import pytest
 
-from jupyter_ddl.errors import CaptureError, ValidationError
-from jupyter_ddl.magics import JobFailed, ShownError
+from jupyter_ddl.errors import CaptureError, JobFailed, ShownError, ValidationError
 from jupyter_ddl.models import JobState
 from tests.support import require
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_ddl.errors import CaptureError, ValidationError
+from jupyter_ddl.errors import CaptureError, ShownError, ValidationError
 from jupyter_ddl.magic_args import secret_looking
-from jupyter_ddl.magics import ShownError
 
 
 @pytest.mark.parametrize(

@@ -26,10 +26,9 @@ def ddl_app(jp_serverapp):
 def fake_manager(ddl_app):
     """Swap the app's manager for one on the in-memory FakeBackend."""
     from jupyter_ddl.manager import JobManager
+    from tests.support.fake_backend import FakeBackend
 
-    from .fakes import FakeBackend
-
-    fake = FakeBackend()
+    fake = FakeBackend(run_code=True)
     manager = JobManager(config=ddl_app.manager.config, backends={"local": fake})
     ddl_app.serverapp.web_app.settings["ddl_manager"] = manager
     yield manager

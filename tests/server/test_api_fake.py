@@ -8,23 +8,25 @@ import time
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from jupyter_ddl.models import CodeBundle, JobSpec
+from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.models import JobSpec
+from jupyter_ddl.strategies import CATALOG
+from tests.support.fake_backend import steps
 
 from .conftest import get_json
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def _submit(manager, name, notebook="a.ipynb", workers=2, **env):
+def _submit(manager, name, notebook="a.ipynb", workers=2, lines=1000, **env):
     spec = JobSpec(
         name=name,
-        strategy="ddp",
+        strategy="torch-ddp",
         replicas={"Master": 1, "Worker": workers - 1},
         notebook=notebook,
         env=env,
     )
-    backend = manager.backend("local")
-    backend.submit(spec, CodeBundle(files={"main.py": b"print(1)"}))
+    manager.backend("local").submit(spec, build_bundle(steps(lines)))
     return spec
 
 
@@ -43,7 +45,7 @@ async def test_list_filters_by_state_and_notebook(jp_fetch, fake_manager):
     running = await get_json(jp_fetch, "jupyter-ddl", "jobs", params={"state": "running"})
     assert [j["name"] for j in running["jobs"]] == ["job-a"]
     row = running["jobs"][0]
-    assert (row["ready"], row["total"], row["strategy"]) == (2, 2, "ddp")
+    assert (row["ready"], row["total"], row["strategy"]) == (2, 2, "torch-ddp")
     done = await get_json(jp_fetch, "jupyter-ddl", "jobs", params={"state": "Cancelled,Failed"})
     assert [j["name"] for j in done["jobs"]] == ["job-b"]
     by_nb = await get_json(jp_fetch, "jupyter-ddl", "jobs", params={"notebook": "b.ipynb"})
@@ -90,14 +92,13 @@ async def test_backends_lists_every_backend(jp_fetch, fake_manager):
     names = [b["name"] for b in body["backends"]]
     assert "local" in names and "kubernetes" in names
     local = next(b for b in body["backends"] if b["name"] == "local")
-    assert local["available"] and local["capabilities"]["strategies"] == ["ddp"]
+    assert local["available"] and local["capabilities"]["strategies"] == list(CATALOG)
     for b in body["backends"]:
         assert b["available"] or b["error"]
 
 
 async def test_follow_streams_sse_until_the_job_ends(jp_fetch, fake_manager):
-    fake_manager.backend("local").lines = 20
-    _submit(fake_manager, "job-e")
+    _submit(fake_manager, "job-e", lines=20)
     chunks: list[bytes] = []
     await jp_fetch(
         "jupyter-ddl",
@@ -117,8 +118,7 @@ async def test_follow_streams_sse_until_the_job_ends(jp_fetch, fake_manager):
 
 
 async def test_follow_resumes_from_last_event_id(jp_fetch, fake_manager):
-    fake_manager.backend("local").lines = 10
-    _submit(fake_manager, "job-f")
+    _submit(fake_manager, "job-f", lines=10)
     chunks: list[bytes] = []
     await jp_fetch(
         "jupyter-ddl",
@@ -134,8 +134,7 @@ async def test_follow_resumes_from_last_event_id(jp_fetch, fake_manager):
 
 
 async def test_logs_page_and_metrics(jp_fetch, fake_manager):
-    fake_manager.backend("local").lines = 8
-    _submit(fake_manager, "job-g")
+    _submit(fake_manager, "job-g", lines=8)
     fake_manager.wait("job-g", timeout=10)
     page = await get_json(
         jp_fetch, "jupyter-ddl", "jobs", "job-g", "logs", params={"offset": "3", "limit": "4"}

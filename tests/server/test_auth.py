@@ -7,7 +7,8 @@ import re
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from jupyter_ddl.server.handlers import DDLHandler, routes
+from jupyter_ddl.server.handlers import DDLHandler
+from jupyter_ddl.server.routes import routes
 
 pytestmark = pytest.mark.timeout(60)
 

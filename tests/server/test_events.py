@@ -10,9 +10,11 @@ from collections import deque
 
 import pytest
 
-from jupyter_ddl.models import CodeBundle, JobSpec, LogLine
+from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.models import JobSpec, LogLine
 from jupyter_ddl.server import events, views
 from jupyter_ddl.strategies import CATALOG
+from tests.support.fake_backend import steps
 
 from .conftest import get_json
 
@@ -74,9 +76,9 @@ def test_a_slow_list_is_looked_at_less_often():
 
 def _submit(manager, name, notebook="a.ipynb"):
     spec = JobSpec(
-        name=name, strategy="ddp", replicas={"Master": 1, "Worker": 1}, notebook=notebook
+        name=name, strategy="torch-ddp", replicas={"Master": 1, "Worker": 1}, notebook=notebook
     )
-    manager.backend("local").submit(spec, CodeBundle(files={"main.py": b"print(1)"}))
+    manager.backend("local").submit(spec, build_bundle(steps(1000)))
 
 
 class _Stream:

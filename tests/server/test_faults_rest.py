@@ -17,7 +17,7 @@ import pytest
 from tornado.httpclient import HTTPClientError
 
 from jupyter_ddl.server.handlers import DDLHandler
-from jupyter_ddl.server.handlers import routes as handlers_routes
+from jupyter_ddl.server.routes import routes as handlers_routes
 
 from .conftest import get_json
 from .test_auth import _registered_handlers

@@ -33,7 +33,7 @@ from ...models import (
     LogLine,
     replica_id,
 )
-from ..base import Backend
+from ..base import Backend, LogQuery
 from . import status as S
 from .connection import SA_DIR, Connection, connect, require_client
 from .errors import from_api_exception
@@ -173,13 +173,12 @@ class KubernetesBackend(Backend):
         )
         return watcher.events()
 
-    def logs(self, name: str, *, replica: str | None = None, offset: int = 0, tail: int | None = None,
-             follow: bool = False, stop: threading.Event | None = None,
-             raw: bool = False) -> Iterator[LogLine]:  # fmt: skip
+    def read_logs(self, name: str, query: LogQuery) -> Iterator[LogLine]:
         ref, _ = self._find(name)
-        if follow:
-            return self._follow_logs(ref, name, replica, offset, tail, stop, raw)
-        return iter(self._read_logs(ref, name, replica, offset, tail, raw))
+        q = query
+        if q.follow:
+            return self._follow_logs(ref, name, q.replica, q.offset, q.tail, q.stop, q.raw)
+        return iter(self._read_logs(ref, name, q.replica, q.offset, q.tail, q.raw))
 
     def _read_logs(
         self, ref: Ref, name: str, replica: str | None, offset: int, tail: int | None,

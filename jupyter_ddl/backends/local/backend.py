@@ -28,7 +28,7 @@ from ...models import (
     ReplicaStatus,
 )
 from ...strategies import CATALOG
-from ..base import Backend
+from ..base import Backend, LogQuery
 from . import control, gpus, warm
 from .events import watch_job
 from .jobdir import JobDir, jobs_root
@@ -215,30 +215,13 @@ class LocalBackend(Backend):
         except _READ_ERRORS:
             return list(jd.log_files())
 
-    def _replica(self, jd: JobDir, replica: str) -> str:
-        """``replica`` as one of the job's own ids (never a path); JobNotFound otherwise."""
-        known = self.replica_ids(jd.name)
-        if replica in known:
-            return known[known.index(replica)]
-        raise JobNotFound.replica(jd.name, replica, known)
-
     # -- streams -----------------------------------------------------------------------
-    def logs(
-        self,
-        name: str,
-        *,
-        replica: str | None = None,
-        offset: int = 0,
-        tail: int | None = None,
-        follow: bool = False,
-        stop: threading.Event | None = None,
-        raw: bool = False,
-    ) -> Iterator[LogLine]:
+    def read_logs(self, name: str, query: LogQuery) -> Iterator[LogLine]:
         jd = self._jobdir(name)
-        rid = None if replica is None else self._replica(jd, replica)
+        q = query
         return iter_logs(
-            jd, replica=rid, offset=offset, tail=tail, follow=follow, stop=stop,
-            finished=lambda: self._status(jd).state.finished, raw=raw,
+            jd, replica=q.replica, offset=q.offset, tail=q.tail, follow=q.follow, stop=q.stop,
+            finished=lambda: self._status(jd).state.finished, raw=q.raw,
         )  # fmt: skip
 
     def watch(
