@@ -3,7 +3,9 @@
 The same training cell runs twice per repeat, as 2 replicas over gloo:
 
 - **ours**: through the product's local backend (``JobManager.submit`` with a bundle
-  from ``jupyter_ddl.bundle.build_bundle``), exactly as a ``%%distribute`` cell would;
+  from ``jupyter_ddl.bundle.build_bundle``), exactly as a ``%%distribute`` cell would
+  (after the first job its replicas are forked from a warm interpreter, as a user's
+  later cells are: a forked replica must train as fast as a fresh one);
 - **by hand**: the same cell file started as two subprocesses with the PyTorchJob env
   (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE) and a five-line teardown wrapper.
 
@@ -219,6 +221,9 @@ def _private_data_dir() -> Iterator[Path]:
         try:
             yield Path(tmp)
         finally:
+            from jupyter_ddl.backends.local import warm
+
+            warm.stop_spares(warm.warm_dir(Path(tmp)))  # the warm interpreter jobs started
             if old is None:
                 os.environ.pop("JUPYTER_DDL_DATA_DIR", None)
             else:

@@ -70,6 +70,9 @@ class Config:
     local_env_passthrough: list[str] = field(default_factory=list)
     stall_seconds: float = 60.0
     teardown_timeout: float = 300.0
+    # How long a warm replica interpreter (torch imported, replicas forked from it)
+    # waits for the next torch job before it exits; 0: none, every job starts cold.
+    local_warm_seconds: float = 600.0
 
     def set(self, key: str, value: str) -> None:
         """Set one key from text (``%ddl config key=value``); ValidationError (one
@@ -234,6 +237,7 @@ _RULES: dict[str, _Rule] = {
     "local_env_passthrough": _Rule("list", example="HF_HOME,WANDB_MODE", extra=_env_names),
     "stall_seconds": _Rule("float", low=0, example="120"),
     "teardown_timeout": _Rule("float", low=1, example="600"),
+    "local_warm_seconds": _Rule("float", low=0, example="1800"),
     "trainer_release": _Rule("text", optional=True, example="v2.1.0", extra=_trainer_release),
 }
 assert set(_RULES) == {f.name for f in fields(Config)}, "every config key needs a rule"

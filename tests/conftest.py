@@ -8,8 +8,12 @@ pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 @pytest.fixture
 def data_dir(tmp_path, monkeypatch):
-    """An isolated jupyter-ddl data directory (jobs, config) for one test."""
+    """An isolated jupyter-ddl data directory (jobs, config) for one test; the warm
+    interpreters its torch jobs started are stopped at its end."""
+    from jupyter_ddl.backends.local import warm
+
     d = tmp_path / "ddl-data"
     d.mkdir()
     monkeypatch.setenv("JUPYTER_DDL_DATA_DIR", str(d))
-    return d
+    yield d
+    warm.stop_spares(warm.warm_dir(d))

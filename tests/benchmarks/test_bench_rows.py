@@ -9,13 +9,15 @@ import math
 import pytest
 
 from benchmarks import k8s_scale, local_launch, local_scale, runner, trainer_sdk
-from benchmarks.table import Row, cells, render_markdown, render_text
+from benchmarks.table import Row, render_markdown, render_text
 
 
 def launch_samples() -> dict[str, list[float]]:
     return {
         "visible": [1.4, 1.3, 1.5],
         "ready": [1.2, 1.1, 1.25],
+        "warm": [0.2, 0.22, 0.3],
+        "warm_ready": [0.1, 0.12, 0.11],
         "accelerate": [0.03, 0.04, 0.05],
         "ipyparallel": [7.9, 8.1, 7.8],
         "trainer": [20.7],
@@ -24,9 +26,10 @@ def launch_samples() -> dict[str, list[float]]:
     }
 
 
-def test_launch_rows_put_ours_beside_every_peer_and_keep_a_warm_slot():
+def test_launch_rows_put_ours_cold_beside_every_peer_and_warm_beside_the_fork():
     rows = local_launch.rows(launch_samples(), {})
-    visible = [r for r in rows if r.measure == local_launch.VISIBLE]
+    cold = f"{local_launch.COLD}: "
+    visible = [r for r in rows if r.measure == cold + local_launch.VISIBLE]
     assert [r.baseline_name for r in visible] == list(local_launch.PEERS.values())
     assert all(r.ours == 1.4 and r.unit == "s" and r.ours_range == (1.3, 1.5) for r in visible)
     by_name = {r.baseline_name: r for r in visible}
@@ -35,14 +38,24 @@ def test_launch_rows_put_ours_beside_every_peer_and_keep_a_warm_slot():
     torchrun = by_name[local_launch.PEERS["torchrun"]]
     assert torchrun.passed is True and "today 0.75×" in torchrun.target  # 1.4 ≤ 0.8 × 1.9
     assert by_name[local_launch.PEERS["trainer"]].passed is None  # context, no target
-    (ready,) = [r for r in rows if r.measure == local_launch.READY_MEASURE]
+    (ready,) = [r for r in rows if r.measure == cold + local_launch.READY_MEASURE]
     assert ready.ours == 1.2 and ready.baseline == 1.1 and ready.passed is True
-    (warm,) = [r for r in rows if r.pending]
-    assert math.isnan(warm.ours) and warm.baseline == 0.04 and warm.passed is None
-    assert warm.target == "≤ 0.25 s and ≤ 10× baseline"
-    text = cells(warm)
-    assert text[2] == "– (not built yet)" and text[4] == "–" and text[6] == "pending"
+    warm = f"{local_launch.WARM}: "
+    (fork,) = [r for r in rows if r.measure == warm + local_launch.VISIBLE]
+    assert (fork.ours, fork.baseline, fork.ours_range) == (0.22, 0.04, (0.2, 0.3))
+    assert fork.target == "≤ 0.25 s and ≤ 10× baseline" and fork.passed is True
+    (warm_ready,) = [r for r in rows if r.measure == warm + local_launch.READY_MEASURE]
+    assert warm_ready.ours == 0.11 and warm_ready.baseline == 1.1 and warm_ready.passed is None
+    assert not any(r.pending for r in rows)
     assert runner.contract_problems(rows) == [] and runner.exit_code(rows, []) == 1
+
+
+def test_a_warm_figure_past_ten_forks_misses_its_target():
+    samples = launch_samples()
+    samples["warm"] = [0.5, 0.45, 0.6]
+    (fork,) = [r for r in local_launch.rows(samples, {}) if r.measure.startswith("warm")
+               and r.measure.endswith(local_launch.VISIBLE)]  # fmt: skip
+    assert fork.passed is False  # 0.5 s > 0.25 s
 
 
 def test_a_peer_that_cannot_run_is_an_error_row_saying_why():

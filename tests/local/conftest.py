@@ -1,18 +1,49 @@
 """Fixtures for the local backend's tests: a backend on an isolated data dir that
-cancels whatever is still running at teardown, and small submit/wait helpers."""
+cancels whatever is still running at teardown, and small submit/wait helpers.
+
+``DDL_TEST_WARM=1`` runs every test of this folder that uses a data dir with a warm
+interpreter ready in it before the test starts, so torch jobs take the warm path (the
+suite passes unchanged that way too); by default a test's first torch job is cold.
+"""
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
+from pathlib import Path
 
 import psutil
 import pytest
 
-from jupyter_ddl.backends.local import LocalBackend
+from jupyter_ddl.backends.local import LocalBackend, warm
 from jupyter_ddl.bundle import build_bundle
 from jupyter_ddl.models import JobSpec, JobStatus
 from tests.backend_contract import default_make_job
+
+
+@pytest.fixture(autouse=True)
+def _warm_first(request):
+    if os.environ.get("DDL_TEST_WARM") != "1" or "data_dir" not in request.fixturenames:
+        return
+    ready_spare(request.getfixturevalue("data_dir"))
+
+
+def ready_spare(data_dir: Path, timeout: float = 120) -> int:
+    """Start a warm interpreter in ``data_dir`` (unless one runs) and wait until it
+    listens; returns its pid."""
+    root = warm.warm_dir(data_dir)
+    proc = warm.start_spare(root, 600, os.environ)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        socks = list(root.glob("*.sock"))
+        if socks:
+            return int(socks[0].stem)
+        if proc is not None and proc.poll() is not None:
+            log = (root / "spare.log").read_text()
+            raise AssertionError(f"the warm interpreter exited: {log[-2000:]}")
+        time.sleep(0.1)
+    raise AssertionError(f"no warm interpreter listened in {timeout} s")
 
 
 @pytest.fixture

@@ -8,6 +8,8 @@ import threading
 
 import pytest
 
+from jupyter_ddl.backends.local import LocalBackend
+from jupyter_ddl.config import Config
 from jupyter_ddl.metrics import METRIC_MARKER
 from jupyter_ddl.models import EventKind
 from tests.local.conftest import submit, wait
@@ -23,9 +25,11 @@ for step in range(4):
 """
 
 
-def test_logs_watch_and_tail_leave_report_lines_out(backend, data_dir):
+def test_logs_watch_and_tail_leave_report_lines_out(data_dir):
     from jupyter_ddl.manager import JobManager
 
+    # cold: a warm start's first job begins with its "cold start: ..." line (test_warm.py)
+    backend = LocalBackend(Config(local_warm_seconds=0))
     name = submit(backend, CELL, "torch-ddp", {"Master": 1, "Worker": 0}, dist_backend="gloo")
     assert wait(backend, name).state.value == "Succeeded"
 

@@ -29,7 +29,7 @@ from ...models import (
 )
 from ...strategies import CATALOG
 from ..base import Backend, LogQuery
-from . import control, gpus
+from . import control, gpus, warm
 from .events import watch_job
 from .jobdir import JobDir, jobs_root
 from .logs import iter_logs
@@ -83,8 +83,36 @@ class LocalBackend(Backend):
                 f"a local job named {spec.name!r} exists already",
                 hint=f"pick another name, or `%ddl delete {spec.name}` first",
             ) from None
-        self._spawned.append(control.start_supervisor(jd))  # reaped in _reap(): no zombies
+        served, eligible, cold = False, False, None
+        if self.config.local_warm_seconds > 0 and warm.has_warm_path(spec):
+            cold = warm.cold_reason(spec, bundle.requirements, python)
+            if cold is None:
+                got = warm.hand_over(self._warm_dir, jd, os.environ)
+                if isinstance(got, str):
+                    cold = got
+                else:
+                    control.record_supervisor(jd, *got)
+                    served = True
+                eligible = True
+        if not served:
+            self._spawned.append(control.start_supervisor(jd, cold))  # reaped in _reap()
+        if eligible:
+            self._start_spare()  # for the next job like this one
         return handle
+
+    @property
+    def _warm_dir(self) -> Path:
+        return warm.warm_dir(self.root.parent)
+
+    def _start_spare(self) -> None:
+        proc = warm.start_spare(
+            self._warm_dir,
+            self.config.local_warm_seconds,
+            os.environ,
+            self.config.local_env_passthrough,
+        )
+        if proc is not None:
+            self._spawned.append(proc)  # reaped in _reap() once it exits
 
     def _check_resources(self, spec: JobSpec) -> None:
         asked = spec.shape.gpu_requests()

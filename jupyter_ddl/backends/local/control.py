@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TypeVar
 
@@ -28,7 +28,7 @@ from ...shape import JobShape
 from . import ownership
 from .jobdir import FILE_MODE, SUPERVISOR_PATH_ENV, JobDir, write_atomic
 
-_PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
+PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
 START_GRACE = 15.0  # a job dir without a supervisor record is still being created
 READY_WAIT = 30.0  # longest wait for a starting supervisor to install its handlers
 STOP_WAIT = 20.0  # longest wait for a cancelled supervisor to stop its replicas
@@ -37,33 +37,51 @@ T = TypeVar("T")
 
 
 # -- starting ------------------------------------------------------------------------
-def start_supervisor(jd: JobDir) -> subprocess.Popen[bytes]:
-    """The job's supervisor, in its own session (it survives the kernel and its Ctrl-C)."""
-    env = dict(os.environ)
-    # jupyter_ddl need not be installed (a source checkout): make it importable for
-    # the supervisor only; it takes this entry off again for the replicas.
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
-    env[SUPERVISOR_PATH_ENV] = _PACKAGE_PARENT
+def supervisor_env(jd: JobDir, environ: Mapping[str, str]) -> dict[str, str]:
+    """The supervisor's environment: the submitter's ``environ``, with jupyter_ddl
+    importable and the job's marker (a warm supervisor takes the same, see ``spare``)."""
+    env = with_package(environ)
     env[ownership.MARKER_ENV] = str(jd.root)
+    return env
+
+
+def with_package(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` in which jupyter_ddl is importable: it need not be installed (a
+    source checkout). For the supervisor only: it takes this entry off again for the
+    replicas (``replica_environ``)."""
+    env = dict(environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
+    env[SUPERVISOR_PATH_ENV] = PACKAGE_PARENT
+    return env
+
+
+def start_supervisor(jd: JobDir, cold: str | None = None) -> subprocess.Popen[bytes]:
+    """The job's supervisor, in its own session (it survives the kernel and its Ctrl-C);
+    ``cold``: why a torch job did not start from a warm interpreter (its log says so)."""
+    argv = [sys.executable, "-m", "jupyter_ddl.backends.local.supervisor_main", str(jd.root)]
     fd = os.open(jd.supervisor_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
     with open(fd, "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "jupyter_ddl.backends.local.supervisor", str(jd.root)],
+            argv + ([cold] if cold else []),
             cwd=jd.root,
-            env=env,
+            env=supervisor_env(jd, os.environ),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     try:  # known at once, so a slow-starting supervisor never looks dead
-        record = {"pid": proc.pid, "create_time": psutil.Process(proc.pid).create_time()}
+        record_supervisor(jd, proc.pid, psutil.Process(proc.pid).create_time())
     except psutil.Error:
-        return proc  # it already exited; its status (or its absence) says what happened
-    # Written only if the supervisor has not written its own ("ready") record yet: a
-    # hard link creates the file whole, or fails when it exists.
+        pass  # it already exited; its status (or its absence) says what happened
+    return proc
+
+
+def record_supervisor(jd: JobDir, pid: int, create_time: float) -> None:
+    """Name ``pid`` the job's supervisor, unless the supervisor wrote its own ("ready")
+    record already: a hard link creates the file whole, or fails when it exists."""
     tmp = jd.root / f".supervisor.{os.getpid()}"
-    write_atomic(tmp, json.dumps(record).encode())
+    write_atomic(tmp, json.dumps({"pid": pid, "create_time": create_time}).encode())
     try:
         os.link(tmp, jd.supervisor_path)
     except FileExistsError:
@@ -73,12 +91,12 @@ def start_supervisor(jd: JobDir) -> subprocess.Popen[bytes]:
             os.replace(tmp, jd.supervisor_path)
     finally:
         tmp.unlink(missing_ok=True)
-    return proc
 
 
-def replica_environ() -> dict[str, str]:
-    """The supervisor's environment minus the import path added above (for it only)."""
-    env = dict(os.environ)
+def replica_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The supervisor's environment (or ``environ``) minus the import path added
+    above (for the supervisor only)."""
+    env = dict(os.environ if environ is None else environ)
     ours = env.pop(SUPERVISOR_PATH_ENV, None)
     if ours and env.get("PYTHONPATH"):
         rest = [p for p in env["PYTHONPATH"].split(os.pathsep) if p != ours]

@@ -18,6 +18,7 @@ import psutil
 from ...models import ReplicaState, ReplicaStatus, RestartPolicy
 from ...runtime.ddl_runtime_end import CELL_DONE_MARKER
 from . import ownership
+from .forked import ForkedProcess
 from .jobdir import FILE_MODE, format_log_line
 from .launch import Launch
 from .mpi_output import MpiDemux
@@ -54,7 +55,9 @@ class Replica:
         self.signal: int | None = None
         self.message: str | None = None
         self.restart_at = 0.0
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | ForkedProcess | None = None
+        # set when the replica is forked from a warm supervisor: ``fork(cwd)``
+        self.fork: Callable[[str], ForkedProcess] | None = None
         self.pid: int | None = None
         self.last: deque[str] = deque(maxlen=LAST_LINES)
         self.mpi_ranks: dict[int, Replica] = {}  # launcher only: rank -> worker replica
@@ -143,17 +146,7 @@ class Replica:
         self.finished_at = None
         self.last_output = time.time()
         try:
-            self.proc = subprocess.Popen(
-                argv,
-                env=self.launch.env,
-                cwd=cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,  # own process group: Ctrl-C in a terminal is not ours
-                preexec_fn=ownership.die_with_parent(os.getpid()),
-                umask=self._umask,
-            )
+            self.proc = self.fork(cwd) if self.fork is not None else self._popen(argv, cwd)
         except OSError as e:
             hint = _MISSING.get(os.path.basename(argv[0]), "") if e.errno == errno.ENOENT else ""
             self.note(f"cannot start {argv[0]}: {e}{hint}")
@@ -172,6 +165,19 @@ class Replica:
         )
         pipes = {"stdout": self.proc.stdout, "stderr": self.proc.stderr}
         self._closed = self._pump.add(self.proc.pid, pipes, self._sink)
+
+    def _popen(self, argv: list[str], cwd: str) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            argv,
+            env=self.launch.env,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # own process group: Ctrl-C in a terminal is not ours
+            preexec_fn=ownership.die_with_parent(os.getpid()),
+            umask=self._umask,
+        )
 
     def poll(self) -> bool:
         """True once, when the running process has ended (exit code/signal recorded)."""

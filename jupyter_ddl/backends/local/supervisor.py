@@ -1,6 +1,7 @@
-"""The per-job supervisor: ``python -m jupyter_ddl.backends.local.supervisor JOBDIR``.
+"""The per-job supervisor (its process: ``supervisor_main``).
 
-Started by LocalBackend.submit in its own session, so it outlives the kernel. It
+Started by LocalBackend.submit in its own session, so it outlives the kernel (or a
+warm spare becomes it, see ``spare``). It
 installs requirements, reserves ports, starts every replica with the operator's
 environment, applies restartPolicy / backoffLimit / activeDeadlineSeconds as the
 operator does, decides the end state, and keeps ``status.json`` current. A SIGTERM
@@ -13,22 +14,18 @@ behind; its files are private to the user (umask 077; replicas keep the kernel's
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import threading
 import time
-import traceback
-from pathlib import Path
-
-import psutil
+from functools import partial
 
 from ... import contract, failures
-from ...errors import DDLError
 from ...metrics import is_metric_line, parse_metric_line
 from ...models import JobState, JobStatus, ReplicaState, ReplicaStatus
 from ...strategies import get_strategy
-from . import control, gpus, launch, ownership, policy, ports, requirements
-from .jobdir import JobDir, write_json
+from . import control, forked, gpus, launch, ownership, policy, ports, requirements
+from .forked import Fresh
+from .jobdir import JobDir
 from .mpi_output import mpirun_tag_space
 from .pump import OutputPump
 from .replica import Replica, mpi_rank_pids
@@ -47,9 +44,16 @@ HOUSEKEEPING = 2.0  # seconds between scans of the processes below (records, orp
 
 class Supervisor:
     def __init__(
-        self, jobdir: JobDir, stop: threading.Event | None = None, umask: int = 0o022
+        self,
+        jobdir: JobDir,
+        stop: threading.Event | None = None,
+        umask: int = 0o022,
+        *,
+        fresh: Fresh | None = None,
+        cold: str | None = None,
     ) -> None:
         self.jd = jobdir
+        self.fresh, self.cold = fresh, cold
         self.stop_asked = stop or threading.Event()  # set by SIGTERM/SIGINT/SIGHUP
         self.umask = umask
         self.spec = jobdir.spec()
@@ -155,6 +159,7 @@ class Supervisor:
             self.replicas.append(
                 Replica(item, log, rpolicy, self.on_line, self.pump, umask=self.umask)
             )
+        self._choose_starts()
         launcher = next((r for r in self.replicas if r.launch.role == "Launcher"), None)
         if launcher is not None and hosts is not None:
             by_rid = {r.launch.rid: r for r in self.replicas}  # the launcher may be a host
@@ -166,6 +171,19 @@ class Supervisor:
             argv = launcher.launch.argv or []
             if argv[:1] == ["mpirun"]:
                 launcher.mpi_tag_space = mpirun_tag_space(argv[0], launcher.launch.env)
+
+    def _choose_starts(self) -> None:
+        """Fork each replica from this warm interpreter where it can be; the first
+        replica's log says why a torch job's could not (``cold start: ...``)."""
+        why, fresh = self.cold, self.fresh
+        if fresh is not None:
+            for r in self._processes():
+                reason = forked.why_cold(r.launch, fresh)
+                if reason is None:
+                    r.fork = partial(forked.fork_replica, fresh, r.launch, umask=self.umask)
+                why = why or reason
+        if why and self.replicas:
+            self.replicas[0].note(f"cold start: {why}")
 
     # -- the loop --------------------------------------------------------------------
     @property
@@ -364,51 +382,3 @@ class Supervisor:
                     r.state = ReplicaState.SUCCEEDED if ok else ReplicaState.FAILED
                     r.message = None if ok else policy.describe_exit(r.exit_code, r.signal)
             time.sleep(TICK)
-
-
-def main(root: str) -> int:
-    stop = threading.Event()
-    wake: list[threading.Event] = []
-
-    def on_signal(signum: int, frame: object) -> None:
-        stop.set()
-        for event in wake:
-            event.set()
-
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, on_signal)
-    umask = os.umask(0o077)  # the job's files are the user's alone
-    ownership.become_subreaper()
-    jd = JobDir(Path(root))
-    me = psutil.Process()
-    # Announced only now: a cancel before this waits for it instead of killing a
-    # process that cannot handle SIGTERM yet (the job would end Failed, not Cancelled).
-    write_json(jd.supervisor_path, {"pid": me.pid, "create_time": me.create_time(), "ready": True})
-    try:
-        sup = Supervisor(jd, stop, umask)
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        print(f"jupyter-ddl: cannot read the job in {jd.root}: {e!r}", file=sys.stderr)
-        return 1  # the backend reports the job as unreadable
-    wake.append(sup.wake)
-    try:
-        if sup.stopping:
-            sup.finish(JobState.CANCELLED, "cancelled by the user")
-            return 0
-        sup.write_status(force=True)
-        sup.prepare()
-        sup.run()
-    except DDLError as e:
-        if sup.stopping:  # e.g. pip, stopped by the cancel
-            sup.finish(JobState.CANCELLED, "cancelled by the user")
-        else:
-            sup.finish(JobState.FAILED, str(e))
-    except Exception as e:  # noqa: BLE001 - our bug: stop everything, say where to look
-        traceback.print_exc()
-        sup.finish(JobState.FAILED, f"the local supervisor crashed ({e}); see {jd.supervisor_log}")
-    finally:
-        ports.release(sup.data_dir, sup.spec.name)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))

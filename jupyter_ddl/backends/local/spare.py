@@ -1,0 +1,153 @@
+"""A spare supervisor: a warm interpreter that becomes the next torch job's supervisor.
+
+Started by ``warm.start_spare`` (``python -c warm.BOOT``) in its own session, with what
+a replica keeps of the kernel's environment. It has imported torch (no device touched)
+before anything of jupyter_ddl, noted what a fresh replica holds at that point
+(``forked.Fresh``), and waits on ``<pid>.sock`` in the warm directory. Given a job
+(``warm.hand_over``) it checks it, answers, and from then on *is* the job's supervisor,
+exactly as ``control.start_supervisor`` would have made one: the kernel's environment
+and CPU affinity, the job directory as working directory, output to
+``supervisor.log``, the subreaper of everything below it, its own ``supervisor.json``;
+then ``supervisor.run_job`` with replicas forked from it. A spare nobody asks for exits
+after its idle time, or when its socket is removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from . import control, ownership, supervisor_main, warm
+from .forked import Fresh
+from .jobdir import FILE_MODE, JobDir, jobs_root
+
+POLL = 1.0  # seconds between looks at the idle time, a stop and the socket file
+
+
+def warm_up(keep: set[str], root: str) -> Fresh:
+    """What a fresh replica holds (``keep``: the modules loaded once the framework
+    was); its ``sys.path`` is asked of a fresh interpreter in the replicas' environment."""
+    env = {k: v for k, v in control.replica_environ().items() if k != warm.SPARE_ENV}
+    probe = subprocess.run(
+        [sys.executable, "-c", "import json, sys; print(json.dumps(sys.path))"],
+        env=env, cwd=root, stdin=subprocess.DEVNULL, capture_output=True, check=True, timeout=120,
+    )  # fmt: skip
+    path = json.loads(probe.stdout)
+    # a script's directory leads sys.path (the child puts main.py's there), unless
+    # PYTHONSAFEPATH says not to
+    return Fresh.capture(keep, path if env.get("PYTHONSAFEPATH") else path[1:], env)
+
+
+def main(fresh: Fresh, root_dir: str, idle: float) -> int:
+    stop, wake = supervisor_main.handle_signals()
+    root = Path(root_dir)
+    listener = _listen(root)
+    deadline = time.monotonic() + idle
+    try:
+        while not stop.is_set() and time.monotonic() < deadline:
+            if not warm.socket_path(root, os.getpid()).exists():
+                return 0  # removed: asked to go
+            ready, _, _ = select.select([listener], [], [], POLL)
+            if not ready:
+                continue
+            conn, _ = listener.accept()
+            with conn:
+                job = _answer(conn, root)
+            if job is not None:
+                listener.close()
+                return _take(job[0], job[1], fresh, stop, wake)
+        return 0
+    finally:
+        listener.close()
+        _forget(root)
+
+
+def _listen(root: Path) -> socket.socket:
+    """Listen on ``<pid>.sock``: bound under another name first, so the name appears
+    only once connections are accepted."""
+    me = os.getpid()
+    tmp, final = root / f".{me}.sock", warm.socket_path(root, me)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with warm.short_address(tmp) as address:
+        listener.bind(address)  # under the spare's umask: 077 inside a 0700 directory
+    listener.listen(8)
+    os.replace(tmp, final)
+    return listener
+
+
+def _forget(root: Path) -> None:
+    me = os.getpid()
+    for path in (warm.socket_path(root, me), warm.record_path(root, me)):
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def _answer(conn: socket.socket, root: Path) -> tuple[JobDir, dict[str, Any]] | None:
+    """Read a hand-over and answer it; the job (and the request) when this spare is
+    now committed to it."""
+    conn.settimeout(warm.ANSWER_TIMEOUT)
+    try:
+        _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+        request = json.loads(warm.read_line(conn) or b"null")
+        why = _refusal(request, uid, root)
+        if why is not None:
+            conn.sendall(json.dumps({"ok": False, "why": why}).encode() + b"\n")
+            return None
+        _forget(root)  # taken: no other kernel may find it from here on
+        me = psutil.Process()
+        conn.sendall(
+            json.dumps({"ok": True, "pid": me.pid, "create_time": me.create_time()}).encode()
+            + b"\n"
+        )
+    except (OSError, ValueError):
+        return None
+    return JobDir(Path(request["job"])), request
+
+
+def _refusal(request: Any, uid: int, root: Path) -> str | None:
+    if uid != os.getuid():
+        return "another user"
+    if not isinstance(request, dict) or not isinstance(request.get("environ"), dict):
+        return "not a hand-over"
+    if request.get("python") != sys.executable:
+        return "another interpreter"
+    job = Path(str(request.get("job")))
+    if job.parent != jobs_root(root.parent) or not JobDir(job).exists():
+        return f"{job} is no job of {root.parent}"
+    if JobDir(job).supervisor_path.exists():
+        return f"{job.name} has a supervisor already"
+    return None
+
+
+def _take(jd: JobDir, request: dict[str, Any], fresh: Fresh, stop: Any, wake: Any) -> int:
+    """Become ``jd``'s supervisor, as ``control.start_supervisor`` makes one."""
+    env = control.supervisor_env(jd, {str(k): str(v) for k, v in request["environ"].items()})
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(jd.root)
+    with contextlib.suppress(OSError, TypeError, ValueError, AttributeError):
+        os.sched_setaffinity(0, [int(c) for c in request["affinity"]])
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    fd = os.open(jd.supervisor_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    os.umask(0o077)
+    ownership.become_subreaper()
+    supervisor_main.announce(jd, warm=True)
+    code = supervisor_main.run_job(jd, stop, wake, int(request.get("umask", 0o022)), fresh=fresh)
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(code)  # torch's own shutdown would only cost time: everything is written

@@ -1,0 +1,301 @@
+"""Warm replica interpreters, the submitting side: which jobs may use one, handing a job
+to a spare supervisor, starting the next spare.
+
+A *spare* (``spare.py``) is a supervisor started ahead of time, in its own session like
+any supervisor, that has imported torch (never touching a device) and waits on a Unix
+socket in ``<data dir>/warm/`` (0700) for a job directory. Given one, it becomes that
+job's supervisor and forks the replicas from itself (``forked.py``) instead of
+starting fresh interpreters, so they skip the framework's import. Each spare serves one
+job; after a hand-over (or a torch job that found none) a new one is started, which
+imports at the lowest CPU priority so it never slows the job that is starting. A spare
+nobody asks for exits after ``local_warm_seconds``.
+
+Files per spare in the warm directory: ``<pid>.json`` (pid, start time, interpreter,
+package: written when it is started, so a second one is not started meanwhile) and
+``<pid>.sock`` (there once it is ready). Both go when it takes a job or exits.
+
+The hand-over: the kernel sends the job directory, its environment (what a cold
+supervisor would inherit), its umask and CPU affinity; the spare checks the job and
+answers ``ok`` (it is then committed: it is the job's supervisor) or why not. Anything
+else (no spare ready, no answer, the spare gone mid-way) leaves the job to a cold
+supervisor, and its first replica's log says why: ``cold start: <reason>``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from ...models import JobSpec
+from ...strategies import get_strategy
+from . import control, ownership
+from .jobdir import DIR_MODE, JobDir, read_json, write_json
+from .launch import inherited_env
+
+#: marks a spare: its warm directory, in its environment
+SPARE_ENV = "JUPYTER_DDL_WARM_DIR"
+#: the framework a spare imports, and the strategies' framework it serves
+FRAMEWORK_MODULE, FRAMEWORK = "torch", "pytorch"
+CONNECT_TIMEOUT = 1.0
+ANSWER_TIMEOUT = 5.0  # a spare answers in milliseconds; one that does not is stopped
+MAX_MESSAGE = 1 << 22
+
+# Run with ``python -c``: the framework is imported before anything of jupyter_ddl, so
+# the modules present then are exactly a fresh replica's once it imported the framework
+# (``forked.Fresh.keep``). Imported at the lowest priority of this thread only (Linux
+# nice values are per thread): a spare starting beside a running job takes no CPU from
+# it, and the main thread, which will fork the replicas, keeps the normal priority.
+BOOT = """\
+import sys, threading
+_got = []
+def _warm_up():
+    import os
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+    except (AttributeError, OSError):
+        pass
+    try:
+        __import__(sys.argv[1])
+        keep = set(sys.modules)
+        from jupyter_ddl.backends.local import spare
+        _got.append(spare.warm_up(keep, sys.argv[2]))
+    except BaseException as e:
+        _got.append(e)
+_t = threading.Thread(target=_warm_up, name="ddl-warm-up")
+_t.start()
+_t.join()
+if not _got or isinstance(_got[0], BaseException):
+    print(f"jupyter-ddl: the warm interpreter could not start: {_got[0]!r}", file=sys.stderr)
+    sys.exit(1)
+from jupyter_ddl.backends.local import spare
+sys.exit(spare.main(_got[0], sys.argv[2], float(sys.argv[3])))
+"""
+
+
+def warm_dir(data_dir: Path) -> Path:
+    return data_dir / "warm"
+
+
+def socket_path(root: Path, pid: int) -> Path:
+    return root / f"{pid}.sock"
+
+
+def record_path(root: Path, pid: int) -> Path:
+    return root / f"{pid}.json"
+
+
+# -- which jobs ------------------------------------------------------------------------
+def has_warm_path(spec: JobSpec) -> bool:
+    """Torch strategies can start warm; TensorFlow cannot (forking after importing it
+    is unsafe) and MPI ranks are mpirun's."""
+    return get_strategy(spec.strategy).framework == FRAMEWORK
+
+
+def cold_reason(spec: JobSpec, requirements: Sequence[str], python: str) -> str | None:
+    """Why a torch job starts cold whatever spare there is (None: it can start warm)."""
+    shape = spec.shape
+    if spec.command:
+        return "the job runs its own command"
+    if requirements:
+        return "the job installs requirements (`!pip install` lines)"
+    if shape.mpi_hosts is not None:
+        return "mpirun starts the ranks"
+    if shape.torchrun:
+        per = f"--nproc-per-node {shape.nproc_per_node}" if shape.nproc_per_node > 1 else ""
+        return f"torchrun starts the processes ({per or 'elastic'})"
+    if os.path.abspath(python) != sys.executable:
+        return f"the replicas run another interpreter (python = {python})"
+    return None
+
+
+# -- the hand-over ---------------------------------------------------------------------
+def hand_over(root: Path, jd: JobDir, environ: Mapping[str, str]) -> tuple[int, float] | str:
+    """Give ``jd`` to a ready spare: its (pid, start time), now the job's supervisor; or
+    why none took it (the job then needs a cold supervisor)."""
+    spares = list(_spares(root))
+    ready = sorted((s for s in spares if socket_path(root, s[0]).exists()), reverse=True)
+    if not ready:
+        if spares:
+            return "the warm interpreter is still starting"
+        return "no warm interpreter was running (one starts now, for the next job)"
+    request = {
+        "job": str(jd.root), "environ": dict(environ), "umask": current_umask(),
+        "affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "python": sys.executable,
+    }  # fmt: skip
+    why = ""
+    for pid, started in ready:
+        answer = _ask(root, pid, started, request)
+        if isinstance(answer, tuple):
+            return answer
+        why = answer
+    return why
+
+
+def _ask(root: Path, pid: int, started: float, request: dict[str, Any]) -> tuple[int, float] | str:
+    try:
+        with _connected(socket_path(root, pid)) as conn:
+            peer_pid, peer_uid, _ = struct.unpack(
+                "3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+            )
+            if peer_pid != pid or peer_uid != os.getuid():
+                return "the warm interpreter's socket belongs to another process"
+            conn.sendall(json.dumps(request).encode() + b"\n")
+            conn.settimeout(ANSWER_TIMEOUT)
+            answer = json.loads(read_line(conn) or b"null")
+    except (FileNotFoundError, ConnectionRefusedError):
+        return _gone(root, pid, started, "the warm interpreter had stopped")
+    except TimeoutError:
+        _stop(pid, started)
+        return _gone(root, pid, started, "the warm interpreter did not answer in time")
+    except (OSError, ValueError):
+        answer = None
+    if isinstance(answer, dict) and answer.get("ok"):
+        return int(answer["pid"]), float(answer["create_time"])
+    if isinstance(answer, dict) and isinstance(answer.get("why"), str):
+        return f"the warm interpreter refused the job ({answer['why']})"
+    if ownership.identified(pid, started) is not None:  # alive: another job got it first
+        return "the warm interpreter was taken by another job"
+    return _gone(root, pid, started, "the warm interpreter ended during the hand-over")
+
+
+@contextlib.contextmanager
+def _connected(path: Path) -> Iterator[socket.socket]:
+    """A connection to the Unix socket ``path`` (a long path is reached through a
+    directory descriptor: socket addresses are limited to about 100 bytes)."""
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.settimeout(CONNECT_TIMEOUT)
+    with conn, short_address(path) as address:
+        conn.connect(address)
+        yield conn
+
+
+@contextlib.contextmanager
+def short_address(path: Path) -> Iterator[str]:
+    if len(os.fsencode(str(path))) < 100:
+        yield str(path)
+        return
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}/{path.name}"
+    finally:
+        os.close(fd)
+
+
+def read_line(conn: socket.socket) -> bytes:
+    """One newline-ended message (at most ``MAX_MESSAGE`` bytes; b"" when closed)."""
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = conn.recv(65536)
+        if not chunk:
+            return b""
+        data += chunk
+        if len(data) > MAX_MESSAGE:
+            raise ValueError("message too long")
+    return data
+
+
+def current_umask() -> int:
+    """This process's umask, read without changing it where Linux tells it."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+# -- spares ----------------------------------------------------------------------------
+def _spares(root: Path) -> Iterator[tuple[int, float]]:
+    """(pid, start time) of the live spares of this interpreter and package; the
+    records of dead ones are removed."""
+    if not root.is_dir():
+        return
+    for path in root.glob("*.json"):
+        info = read_json(path)
+        try:
+            pid, started = int(info["pid"]), float(info["create_time"])  # type: ignore[index]
+        except (TypeError, KeyError, ValueError):
+            continue
+        if ownership.identified(pid, started) is None:
+            _forget(root, pid)
+        elif info.get("python") == sys.executable and info.get("package") == control.PACKAGE_PARENT:  # type: ignore[union-attr]  # fmt: skip
+            yield pid, started
+
+
+def _gone(root: Path, pid: int, started: float, why: str) -> str:
+    if ownership.identified(pid, started) is None:
+        _forget(root, pid)
+    return why
+
+
+def _forget(root: Path, pid: int) -> None:
+    for path in (socket_path(root, pid), record_path(root, pid)):
+        path.unlink(missing_ok=True)
+
+
+def _stop(pid: int, started: float) -> None:
+    p = ownership.identified(pid, started)
+    if p is not None:
+        ownership.stop([p], grace=1.0)
+
+
+def start_spare(
+    root: Path, seconds: float, environ: Mapping[str, str], passthrough: Iterable[str] = ()
+) -> subprocess.Popen[bytes] | None:
+    """Start a spare unless one of this interpreter is running or starting. It gets
+    what a replica keeps of ``environ`` (``launch.inherited_env``): the framework is
+    imported in the environment its replicas will have."""
+    if any(True for _ in _spares(root)):
+        return None
+    root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    os.chmod(root, DIR_MODE)
+    env = control.with_package(inherited_env(environ, passthrough))
+    env[SPARE_ENV] = str(root)
+    fd = os.open(root / "spare.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    with open(fd, "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-u", "-c", BOOT, FRAMEWORK_MODULE, str(root), f"{seconds:g}"],
+            cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    try:
+        started = psutil.Process(proc.pid).create_time()
+    except psutil.Error:
+        return proc
+    write_json(
+        record_path(root, proc.pid),
+        {"pid": proc.pid, "create_time": started, "python": sys.executable,
+         "package": control.PACKAGE_PARENT},
+    )  # fmt: skip
+    return proc
+
+
+def stop_spares(root: Path) -> None:
+    """Stop every spare waiting in ``root`` (those that took a job are supervisors)."""
+    if not root.is_dir():
+        return
+    procs = []
+    for path in root.glob("*.json"):
+        info = read_json(path)
+        with contextlib.suppress(TypeError, KeyError, ValueError):
+            p = ownership.identified(int(info["pid"]), float(info["create_time"]))  # type: ignore[index]
+            if p is not None:
+                procs.append(p)
+    ownership.stop(procs, grace=2.0)
+    for path in [*root.glob("*.json"), *root.glob("*.sock")]:
+        path.unlink(missing_ok=True)
