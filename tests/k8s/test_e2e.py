@@ -225,7 +225,12 @@ def test_trainjob_pods_found_by_jobset_labels_and_run_under_torchrun(backend, do
 
 
 def test_mpijob_launcher_runs_mpirun_over_the_hostfile(backend, double):
-    cell = "import os\nprint('mpi rank', os.environ.get('OMPI_COMM_WORLD_RANK'), 'of', os.environ.get('OMPI_COMM_WORLD_SIZE'), flush=True)\n"
+    # one write per line: under `python -u` print() writes its pieces and the newline
+    # separately, and two ranks' writes interleave in mpirun's output (on a cluster too)
+    cell = (
+        "import os, sys\ne = os.environ\n"
+        "sys.stdout.write(f\"mpi rank {e.get('OMPI_COMM_WORLD_RANK')} of {e.get('OMPI_COMM_WORLD_SIZE')}\\n\")\n"
+    )
     spec = JobSpec(
         name=name("mpi"),
         strategy="horovod",
