@@ -213,8 +213,11 @@ def test_finding_6_deepspeed_trainjob_replicas_are_the_pods_that_exist(backend, 
                    command=RUN_CELL)  # fmt: skip
     # one write per line: mpirun forwards each rank's output in the chunks it reads, and
     # an unbuffered print() is several writes, so two ranks' words could interleave
+    # and a second's pause: a finished JobSet deletes its node pods, and the watcher
+    # must have seen them before (a pod gone unseen is tested in test_pure)
     cell = (
-        "import os\nos.write(1, f\"rank {os.environ.get('OMPI_COMM_WORLD_RANK')}\\n\".encode())\n"
+        "import os, time\nos.write(1, f\"rank {os.environ.get('OMPI_COMM_WORLD_RANK')}\\n\".encode())\n"
+        "time.sleep(1.5)\n"
     )
     backend.submit(spec, build_bundle(cell))
     events = watch(backend, spec.name, timeout=60)

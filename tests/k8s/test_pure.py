@@ -136,6 +136,13 @@ def test_status_folding_per_kind():
     assert S.job_state(done, [])[0] == JobState.SUCCEEDED
     cancelled = {**tf, "metadata": {"name": "j", "annotations": {S.ANNOTATION_CANCELLED: "true"}}}
     assert S.job_status(TFJOB, cancelled, pods).replicas[1].state == ReplicaState.TERMINATED
+    # a finished job whose replica's pod was never seen (deleted as the job ended): not
+    # "Pending" under a Succeeded job
+    finished = S.job_status(TFJOB, done, pods)
+    assert finished.state == JobState.SUCCEEDED
+    unseen = finished.replicas[0]
+    assert unseen.pod is None and unseen.state == ReplicaState.TERMINATED
+    assert "deleted when the job ended" in (unseen.message or "")
 
 
 def test_shipping_builders_keep_values_out_and_check_size():

@@ -206,6 +206,11 @@ def job_status(
         stopped = state == JobState.CANCELLED or (r.role, r.index) in ended
         if stopped and not r.state.finished:
             r.state = ReplicaState.TERMINATED
+        elif state.finished and r.pod is None and not r.state.finished:
+            # never seen: its pod came and went before anyone looked (a finished JobSet
+            # deletes its node Jobs); "Pending" under a finished job would be a lie
+            r.state = ReplicaState.TERMINATED
+            r.message = r.message or "its pod was deleted when the job ended, before it was read"
     if state == JobState.FAILED:
         found = failures.diagnose(failures.outcomes(replicas))
         if found.root is not None:  # the root cause first, then the operator's reason
