@@ -64,8 +64,10 @@ def time_backend(root: Path, world: int, timeout: float = 120.0) -> float:
     from jupyter_ddl.config import Config
 
     # the bench measures up to 16 replicas on small machines too: the product's bound
-    # (4 per core) would refuse them, and its refusal is tested elsewhere
-    backend = LocalBackend(Config(local_max_processes=64), root=root)
+    # (4 per core) would refuse them, and its refusal is tested elsewhere. Cold starts
+    # only: the curve compares like with like (processes by hand); local_launch has the
+    # warm path beside accelerate
+    backend = LocalBackend(Config(local_max_processes=64, local_warm_seconds=0), root=root)
     name = f"bench-{uuid.uuid4().hex[:8]}"
     start = time.time()
     backend.submit(ddp_spec(name, world), build_bundle(CELL))  # type: ignore[arg-type]
