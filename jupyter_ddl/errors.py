@@ -132,3 +132,27 @@ class ShownError(Exception):
 
     def _render_traceback_(self) -> list[str]:
         return [f"\x1b[0;31m{type(self.error).__name__}\x1b[0m: {self.error}"]
+
+
+# -- internal: raised and caught inside the package, never shown to a user as they are --
+
+
+class WatchError(RuntimeError):
+    """An ERROR event of a Kubernetes watch other than 410 Gone (the API said what went
+    wrong); the watch producer reports it and lists again."""
+
+    http_status = 502
+
+
+class BodyError(ValueError):
+    """Bytes that are not a valid chunked HTTP body (a broken or foreign log stream); the
+    log multiplexer opens the stream again."""
+
+    http_status = 502
+
+
+class GpuCheckFailed(Exception):
+    """One step of ``python -m jupyter_ddl.gpucheck`` found the GPU path wrong; the check
+    prints it as a failed row."""
+
+    http_status = 500

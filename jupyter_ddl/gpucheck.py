@@ -24,7 +24,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from .errors import DDLError, ResourceError
+from .errors import DDLError, GpuCheckFailed, ResourceError
 
 #: what NCCL logs when it has to guess a process's GPU (two wordings across versions)
 GUESS_WARNINGS = re.compile(
@@ -116,7 +116,7 @@ class Checker:
     def run(self, check: str, fn: Callable[[], str]) -> None:
         try:
             self.rows.append((check, "PASS", fn()))
-        except _Fail as e:
+        except GpuCheckFailed as e:
             self.rows.append((check, "FAIL", str(e)))
         except DDLError as e:
             self.rows.append((check, "FAIL", f"{type(e).__name__}: {e}"))
@@ -127,7 +127,7 @@ class Checker:
         found = _line(lines, "GPUCHECK device=")
         m = re.search(r"device=(\S+) backend=(\S+) world=(\d+) first=(\S+) last=(\S+)", found)
         if not state.startswith("Succeeded") or m is None:
-            raise _Fail(f"job {state}; last lines: {' | '.join(lines[-3:])}")
+            raise GpuCheckFailed(f"job {state}; last lines: {' | '.join(lines[-3:])}")
         device, backend, world, first, last = m.groups()
         _expect((device, backend, world) == ("cuda:0", "nccl", "1"), found)
         _expect(float(last) < float(first), f"loss did not fall: {first} -> {last}")
@@ -150,7 +150,7 @@ class Checker:
             _expect("\n" not in text and f"asks for {n + 1} GPUs" in text, text)
             _expect(f"this machine has {n}" in text, text)
             return f"{flags}: {text}"
-        raise _Fail(f"{flags} was accepted on a machine with {n} GPU(s)")
+        raise GpuCheckFailed(f"{flags} was accepted on a machine with {n} GPU(s)")
 
     def gpu_resources(self) -> str:
         """A job that keeps its GPU busy: its status's resources (what `%ddl status`, the
@@ -173,9 +173,13 @@ class Checker:
                     if "gpu_util_percent" in used and used.get("gpu_memory_mb"):
                         return f"{r.id}: {format_resources(used)}"
                 if status.state.finished:
-                    raise _Fail(f"job {status.state.value} before its GPU showed: {status.message}")
+                    raise GpuCheckFailed(
+                        f"job {status.state.value} before its GPU showed: {status.message}"
+                    )
                 time.sleep(1.0)
-            raise _Fail("the running job's resources never showed GPU utilisation and memory")
+            raise GpuCheckFailed(
+                "the running job's resources never showed GPU utilisation and memory"
+            )
         finally:
             self.backend.cancel(name)
 
@@ -188,19 +192,15 @@ class Checker:
         return found.split("GPUCHECK dp ", 1)[1]
 
 
-class _Fail(Exception):
-    pass
-
-
 def _expect(ok: bool, detail: str) -> None:
     if not ok:
-        raise _Fail(detail)
+        raise GpuCheckFailed(detail)
 
 
 def _line(lines: list[str], marker: str) -> str:
     found = next((line for line in lines if marker in line), None)
     if found is None:
-        raise _Fail(f"no {marker!r} line; last lines: {' | '.join(lines[-3:])}")
+        raise GpuCheckFailed(f"no {marker!r} line; last lines: {' | '.join(lines[-3:])}")
     return found
 
 

@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from jupyter_ddl.backends.kubernetes.chunked import Body, BodyError
+from jupyter_ddl.backends.kubernetes.chunked import Body
+from jupyter_ddl.errors import BodyError
 
 
 def chunked(*parts: bytes, trailer: bytes = b"") -> bytes:

@@ -8,11 +8,9 @@ EOF) from whatever bytes have arrived, and says when the body is complete.
 
 from __future__ import annotations
 
+from ...errors import BodyError
+
 _MAX_SIZE_LINE = 4096  # a chunk-size line longer than this is not HTTP
-
-
-class BodyError(ValueError):
-    """The bytes are not a valid chunked body (a broken or foreign stream)."""
 
 
 class Body:

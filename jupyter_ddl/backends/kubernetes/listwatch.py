@@ -20,16 +20,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ...errors import WatchError
 from .items import Changed, Item, LostContact, Refused, Synced, one_line
 from .logs import iter_lines
 
 log = logging.getLogger(__name__)
 Put = Callable[[Item], bool]
 FIRST_DELAY, MAX_DELAY = 0.2, 10.0
-
-
-class WatchError(RuntimeError):
-    """An ERROR event of a watch other than 410 Gone (the API said what went wrong)."""
 
 
 class ListWatch:

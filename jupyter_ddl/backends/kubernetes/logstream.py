@@ -9,7 +9,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .chunked import Body, BodyError
+from ...errors import BodyError
+from .chunked import Body
 from .items import Batch
 from .logs import split_timestamp
 
