@@ -41,12 +41,12 @@ def test_atomic_write_replaces_whole_and_leaves_no_temporary(tmp_path):
     write_atomic(target, b"new")
     assert target.read_bytes() == b"new" and os.listdir(tmp_path) == ["config.json"]
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
-    write_atomic(target, b"shared", mode=0o644)
+    write_atomic(target, b"readable", mode=0o644)
     assert stat.S_IMODE(target.stat().st_mode) == 0o644
 
     with pytest.raises(TypeError):  # fails while writing: the old file stays, no temporary
         write_atomic(target, "not bytes")  # type: ignore[arg-type]
-    assert target.read_bytes() == b"shared" and os.listdir(tmp_path) == ["config.json"]
+    assert target.read_bytes() == b"readable" and os.listdir(tmp_path) == ["config.json"]
 
 
 def test_concurrent_atomic_writers_never_share_a_temporary(tmp_path):

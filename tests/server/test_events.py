@@ -161,11 +161,11 @@ async def test_stream_pushes_new_changed_and_removed_jobs(open_stream, fake_mana
 
 
 async def test_two_clients_share_one_watch(open_stream, fake_manager, ddl_app):
-    _submit(fake_manager, "shared")
+    _submit(fake_manager, "one-list")
     async with open_stream() as one, open_stream() as two:
         for stream in (one, two):
             listed = await stream.until(lambda e, d: e == "jobs")
-            assert [r["name"] for r in listed["jobs"]] == ["shared"]
+            assert [r["name"] for r in listed["jobs"]] == ["one-list"]
         watch = events.job_list_watch(ddl_app.serverapp.web_app.settings)
         assert watch.listeners == 2
 
