@@ -89,6 +89,20 @@ def spawned_job(backend: LocalBackend) -> tuple[str, object, set[int]]:
     return name, job_dir, pids
 
 
+def wait_gone(pids: list[int], what: str, timeout: float = 10) -> None:
+    """Until none of ``pids`` is a live process (a zombie counts as gone)."""
+    until(
+        lambda: (
+            not any(
+                psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+                for p in pids
+            )
+        ),
+        timeout=timeout,
+        what=what,
+    )
+
+
 def kill_supervisor(job_dir) -> list[int]:
     """SIGKILL the job's supervisor; returns the pids of its replicas."""
     sup = psutil.Process(json.loads((job_dir / "supervisor.json").read_text())["pid"])
@@ -102,16 +116,7 @@ def test_killed_supervisor_takes_its_replicas_and_the_job_says_so(backend):
     name, job_dir, pids = spawned_job(backend)
     replicas = kill_supervisor(job_dir)
     # PDEATHSIG: the replicas die with their supervisor, before anyone looks
-    until(
-        lambda: (
-            not any(
-                psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
-                for p in replicas
-            )
-        ),
-        timeout=10,
-        what="replicas gone with their supervisor",
-    )
+    wait_gone(replicas, "replicas gone with their supervisor")
     status = backend.get(name)  # the first look ends the job and stops what is left
     assert status.state == JobState.FAILED
     assert "supervisor" in status.message and "stopped unexpectedly" in status.message

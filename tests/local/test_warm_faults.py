@@ -11,7 +11,6 @@ import json
 import os
 import signal
 
-import psutil
 import pytest
 
 from jupyter_ddl.backends.local import LocalBackend
@@ -24,6 +23,7 @@ from tests.local.test_faults import (
     recorded,
     reported_pids,
     until,
+    wait_gone,
 )
 from tests.support import require
 
@@ -57,16 +57,7 @@ def test_killed_warm_supervisor_takes_its_forked_replicas(backend, data_dir):
     name, job_dir, pids = spawned_warm_job(backend, data_dir)
     replicas = kill_supervisor(job_dir)
     assert len(replicas) == 2
-    until(
-        lambda: (
-            not any(
-                psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
-                for p in replicas
-            )
-        ),
-        timeout=10,
-        what="forked replicas gone with their supervisor",
-    )
+    wait_gone(replicas, "forked replicas gone with their supervisor")
     status = backend.get(name)
     assert status.state == JobState.FAILED
     assert "stopped unexpectedly" in status.message
