@@ -44,6 +44,9 @@ def watch_job(
         refreshed = time.monotonic() >= next_status
         if refreshed:
             status, next_status = read_status(jd), time.monotonic() + STATUS_EVERY
+        if refreshed or _logs_missing(status, follow):
+            # a replica's first lines are what a starting job's user waits for: until
+            # every replica's log is found, look each poll (a listing of a small dir)
             for rid, path in jd.log_files().items():  # listed after the status read
                 if rid not in follow:
                     start = 0 if from_start or seen_state is not None else count_lines(path)
@@ -72,6 +75,12 @@ def watch_job(
         delay = pacer.next(got, behind)
         if delay and not status.state.finished:
             stop.wait(delay)
+
+
+def _logs_missing(status: JobStatus, follow: dict[str, LogFollower]) -> bool:
+    if status.state.finished:
+        return False
+    return not status.replicas or any(r.id not in follow for r in status.replicas)
 
 
 def _changed(r: ReplicaStatus) -> Hashable:

@@ -30,6 +30,7 @@ import socket
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ FRAMEWORK_MODULE, FRAMEWORK = "torch", "pytorch"
 CONNECT_TIMEOUT = 1.0
 ANSWER_TIMEOUT = 5.0  # a spare answers in milliseconds; one that does not is stopped
 MAX_MESSAGE = 1 << 22
+EXIT_GRACE = 1.0  # how long a spare that closed on us may take to finish exiting
 
 # Run with ``python -c``: the framework is imported before anything of jupyter_ddl, so
 # the modules present then are exactly a fresh replica's once it imported the framework
@@ -164,9 +166,21 @@ def _ask(root: Path, pid: int, started: float, request: dict[str, Any]) -> tuple
         return int(answer["pid"]), float(answer["create_time"])
     if isinstance(answer, dict) and isinstance(answer.get("why"), str):
         return f"the warm interpreter refused the job ({answer['why']})"
-    if ownership.identified(pid, started) is not None:  # alive: another job got it first
+    if _still_running(pid, started):  # another job got it first: it supervises that one
         return "the warm interpreter was taken by another job"
     return _gone(root, pid, started, "the warm interpreter ended during the hand-over")
+
+
+def _still_running(pid: int, started: float) -> bool:
+    """Whether the spare outlives the connection it closed without an answer. A dying
+    process closes its files before it turns zombie, so the EOF can arrive while it
+    still looks alive; give the exit a moment before calling it alive."""
+    deadline = time.monotonic() + EXIT_GRACE
+    while ownership.identified(pid, started) is not None:
+        if time.monotonic() >= deadline:
+            return True
+        time.sleep(0.02)
+    return False
 
 
 @contextlib.contextmanager
