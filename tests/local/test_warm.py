@@ -17,7 +17,7 @@ import pytest
 from jupyter_ddl.backends.local import LocalBackend, warm
 from jupyter_ddl.config import Config
 from jupyter_ddl.models import JobState
-from tests.local.conftest import lines, ready_spare, submit, wait
+from tests.local.conftest import lines, ready_spare, submit, wait, wait_line
 from tests.local.test_faults import nothing_left, until
 from tests.support import require
 
@@ -96,12 +96,13 @@ def test_a_warm_replica_is_what_a_cold_one_is(data_dir):
     status = wait(backend, name)
     assert status.state == JobState.SUCCEEDED, status.message
     record = supervisor_record(backend, name)
-    assert record["warm"] and record["pid"] == spare  # the spare became its supervisor
+    # the spare forked the supervisor into a session of its own
+    assert record["warm"] and record["spare"] == spare and record["pid"] != spare
     forked = states(backend, name)
     assert set(forked) == set(cold) == {"master-0", "worker-0"}
     for rid, got in forked.items():
         want = cold[rid]
-        assert got["parent"] == spare
+        assert got["parent"] == record["pid"]
         for port in ("MASTER_PORT", "PET_MASTER_PORT"):  # reserved anew for each run
             got["env"].pop(port), want["env"].pop(port)
         for key in sorted(set(want) - DIFFERENT):
@@ -191,7 +192,7 @@ def test_a_spare_killed_mid_hand_over_leaves_a_cold_job_and_nothing_else(data_di
     assert status.state == JobState.SUCCEEDED, status.message
     first = lines(backend, name, "master-0")[0]
     assert first == "cold start: the warm interpreter ended during the hand-over", first
-    assert supervisor_record(backend, name)["pid"] != spare.pid
+    assert "spare" not in supervisor_record(backend, name)
     assert not psutil.pid_exists(spare.pid) or spare.status() == psutil.STATUS_ZOMBIE
     nothing_left(backend.job_dir(name))
     root = warm.warm_dir(data_dir)
@@ -213,7 +214,7 @@ def test_warm_is_the_default_and_the_config_key_turns_it_off(data_dir):
     spare = until(lambda: list(root.glob("*.sock")), timeout=120, what="the spare it started")
     second = submit(on, "print('ran', flush=True)\n", "torch-ddp", DDP)
     assert wait(on, second).state == JobState.SUCCEEDED
-    assert supervisor_record(on, second)["pid"] == int(spare[0].stem)
+    assert supervisor_record(on, second)["spare"] == int(spare[0].stem)
     assert lines(on, second, "master-0") == ["ran"]
 
 
@@ -245,3 +246,42 @@ def test_an_idle_spare_exits_and_leaves_no_files(data_dir):
     assert proc.wait(30) == 0
     assert not list(root.glob("*.sock")) and not list(root.glob("*.json"))
     assert (root / "spare.log").read_text() == ""
+
+
+def _autogroup_nice(pid: int) -> int:
+    with open(f"/proc/{pid}/autogroup") as f:  # "/autogroup-123 nice 19"
+        return int(f.read().split()[-1])
+
+
+def test_the_spare_imports_least_favoured_and_its_supervisor_runs_at_the_normal_weight(data_dir):
+    """Linux shares the CPU evenly between sessions (autogroups) whatever their threads'
+    nice values: a spare importing torch beside a starting job slowed it by half. The
+    spare's session is made least favoured; the supervisor it forks gets a session,
+    and so an autogroup, of its own at the normal weight, and so do the replicas."""
+    require.module("torch")
+    spare = ready_spare(data_dir)
+    grouped = os.path.exists("/proc/self/autogroup")
+    if grouped:
+        assert _autogroup_nice(spare) == 19
+    backend = LocalBackend()
+    name = submit(
+        backend, "import time\nprint('up', flush=True)\ntime.sleep(60)\n", "torch-ddp", DDP
+    )
+    try:
+        wait_line(backend, name, "worker-0", "up")
+        sup = supervisor_record(backend, name)["pid"]
+        assert psutil.Process(sup).ppid() == spare
+        assert os.getsid(sup) == sup != os.getsid(spare)
+        replicas = [r.pid for r in backend.get(name).replicas]
+        assert replicas and all(os.getsid(p) not in (os.getsid(spare), sup) for p in replicas)
+        if grouped:
+            assert [_autogroup_nice(p) for p in (sup, *replicas)] == [0, 0, 0]
+    finally:
+        backend.cancel(name)
+    assert wait(backend, name).state == JobState.CANCELLED
+    until(
+        lambda: (
+            not psutil.pid_exists(spare) or psutil.Process(spare).status() == psutil.STATUS_ZOMBIE
+        ),
+        what="the spare ended with the supervisor it forked",
+    )

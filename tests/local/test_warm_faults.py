@@ -11,6 +11,7 @@ import json
 import os
 import signal
 
+import psutil
 import pytest
 
 from jupyter_ddl.backends.local import LocalBackend
@@ -37,7 +38,7 @@ def warm_job(backend: LocalBackend, data_dir, code: str) -> str:
     # Never: a PyTorchJob restarts a failed replica by default (OnFailure)
     name = submit(backend, code, "torch-ddp", DDP, restart_policy=RestartPolicy.NEVER)
     record = json.loads((backend.job_dir(name) / "supervisor.json").read_text())
-    assert record["pid"] == spare  # the spare is its supervisor
+    assert psutil.Process(record["pid"]).ppid() == spare  # the spare forked its supervisor
     return name
 
 

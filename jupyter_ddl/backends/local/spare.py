@@ -4,8 +4,9 @@ Started by ``warm.start_spare`` (``python -c warm.BOOT``) in its own session, wi
 a replica keeps of the kernel's environment. It has imported torch (no device touched)
 before anything of jupyter_ddl, noted what a fresh replica holds at that point
 (``forked.Fresh``), and waits on ``<pid>.sock`` in the warm directory. Given a job
-(``warm.hand_over``) it checks it, answers, and from then on *is* the job's supervisor,
-exactly as ``control.start_supervisor`` would have made one: the kernel's environment
+(``warm.hand_over``) it checks it, forks, and the child, in a session of its own,
+answers and from then on *is* the job's supervisor, exactly as
+``control.start_supervisor`` would have made one: the kernel's environment
 and CPU affinity, the job directory as working directory, output to
 ``supervisor.log``, the subreaper of everything below it, its own ``supervisor.json``;
 then ``supervisor.run_job`` with replicas forked from it. A spare nobody asks for exits
@@ -64,6 +65,9 @@ def main(fresh: Fresh, root_dir: str, idle: float) -> int:
             conn, _ = listener.accept()
             with conn:
                 job = _answer(conn, root)
+            if isinstance(job, int):  # the supervisor is our child now: wait for it
+                listener.close()
+                return _wait_for(job)
             if job is not None:
                 listener.close()
                 return _take(job[0], job[1], fresh, stop, wake)
@@ -93,9 +97,10 @@ def _forget(root: Path) -> None:
             path.unlink()
 
 
-def _answer(conn: socket.socket, root: Path) -> tuple[JobDir, dict[str, Any]] | None:
-    """Read a hand-over and answer it; the job (and the request) when this spare is
-    now committed to it."""
+def _answer(conn: socket.socket, root: Path) -> tuple[JobDir, dict[str, Any]] | int | None:
+    """Read a hand-over and answer it. In the process committed to the job (a child of
+    the spare, see ``_session``): the job and the request; in the spare: the child's
+    pid; None when refused."""
     conn.settimeout(warm.ANSWER_TIMEOUT)
     try:
         _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
@@ -105,6 +110,9 @@ def _answer(conn: socket.socket, root: Path) -> tuple[JobDir, dict[str, Any]] | 
             conn.sendall(json.dumps({"ok": False, "why": why}).encode() + b"\n")
             return None
         _forget(root)  # taken: no other kernel may find it from here on
+        child = _session()
+        if child:
+            return child
         me = psutil.Process()
         conn.sendall(
             json.dumps({"ok": True, "pid": me.pid, "create_time": me.create_time()}).encode()
@@ -113,6 +121,34 @@ def _answer(conn: socket.socket, root: Path) -> tuple[JobDir, dict[str, Any]] | 
     except (OSError, ValueError):
         return None
     return JobDir(Path(request["job"])), request
+
+
+def _session() -> int:
+    """Fork the job's supervisor into a session of its own; its pid here, 0 in it.
+
+    The spare imported the framework in a session whose autogroup it made the least
+    favoured (``warm.BOOT``), so that the import never slowed a job. A supervisor left
+    there would get almost no CPU beside busy replicas, its pipes would fill and stall
+    them; a session leader cannot start a new session, but its child can, and a new
+    session comes with a new autogroup at the normal weight. The fork happens in the
+    main thread, with no other thread running, as the replicas' forks do."""
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+    return pid
+
+
+def _wait_for(pid: int) -> int:
+    """The spare after a hand-over: wait for the supervisor it forked (the kernel reaps
+    the spare, the spare its child), and end with its exit status."""
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:
+            return 0
+        except InterruptedError:
+            continue
+        return os.waitstatus_to_exitcode(status) % 256
 
 
 def _refusal(request: Any, uid: int, root: Path) -> str | None:
@@ -146,7 +182,7 @@ def _take(jd: JobDir, request: dict[str, Any], fresh: Fresh, stop: Any, wake: An
     os.close(fd)
     os.umask(0o077)
     ownership.become_subreaper()
-    supervisor_main.announce(jd, warm=True)
+    supervisor_main.announce(jd, warm=True, spare=os.getppid())
     code = supervisor_main.run_job(jd, stop, wake, int(request.get("umask", 0o022)), fresh=fresh)
     for stream in (sys.stdout, sys.stderr):
         stream.flush()

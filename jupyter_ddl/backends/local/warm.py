@@ -56,13 +56,15 @@ EXIT_GRACE = 1.0  # how long a spare that closed on us may take to finish exitin
 # the modules present then are exactly a fresh replica's once it imported the framework
 # (``forked.Fresh.keep``). The import waits for a core's worth of idle CPU for a second
 # (or QUIET_LIMIT): the spare is started as a job starts, and that job's replicas are busy
-# importing the same framework. A thread's nice value does not protect them: the spare
-# runs in a session of its own, and Linux gives each session (an autogroup) an even
-# share of the CPU whatever its threads' nice values; measured on 2 cores, a
-# spare importing beside a cold 2-rank job made it 0.8 s (about 50 %) slower. The nice
-# value still keeps the import behind the kernel's other work in containers, where
-# autogroups do not apply; the main thread, which forks the replicas, keeps the normal
-# priority.
+# importing the same framework. A thread's nice value alone does not protect them: the
+# spare runs in a session of its own, and Linux gives each session (an autogroup) an
+# even share of the CPU whatever its threads' nice values; measured on 2 cores, a spare
+# importing beside a cold 2-rank job made it 0.8 s (about 50 %) slower. So the spare
+# also makes its autogroup the least favoured (``/proc/self/autogroup``; in containers,
+# where autogroups do not apply, the thread's nice value does the work): an import that
+# runs beside a training job after QUIET_LIMIT takes next to nothing from it. The job's
+# supervisor leaves that autogroup (``spare._session``); the main thread, which forks
+# the replicas, keeps the normal priority.
 QUIET_LIMIT = 30.0  # seconds a spare waits for idle CPU before importing anyway
 BOOT = """\
 import sys, threading
@@ -88,6 +90,11 @@ def _warm_up():
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
     except (AttributeError, OSError):
+        pass
+    try:
+        with open("/proc/self/autogroup", "w") as f:
+            f.write("19")
+    except OSError:
         pass
     _quiet(float(sys.argv[4]))
     try:
