@@ -3,12 +3,13 @@ to a spare supervisor, starting the next spare.
 
 A *spare* (``spare.py``) is a supervisor started ahead of time, in its own session like
 any supervisor, that has imported torch (never touching a device) and waits on a Unix
-socket in ``<data dir>/warm/`` (0700) for a job directory. Given one, it becomes that
-job's supervisor and forks the replicas from itself (``forked.py``) instead of
-starting fresh interpreters, so they skip the framework's import. Each spare serves one
-job; after a hand-over (or a torch job that found none) a new one is started, which
-imports at the lowest CPU priority so it never slows the job that is starting. A spare
-nobody asks for exits after ``local_warm_seconds``.
+socket in ``<data dir>/warm/`` (0700) for a job directory. Given one, its child (in a
+session of its own) becomes that job's supervisor and forks the replicas from itself
+(``forked.py``) instead of starting fresh interpreters, so they skip the framework's
+import. Each spare serves one job; after a hand-over (or a torch job that found none)
+a new one is started, which imports only once the machine has CPU to spare and never
+at the job's expense (see ``BOOT``). A spare nobody asks for exits after
+``local_warm_seconds``.
 
 Files per spare in the warm directory: ``<pid>.json`` (pid, start time, interpreter,
 package: written when it is started, so a second one is not started meanwhile) and
@@ -16,9 +17,9 @@ package: written when it is started, so a second one is not started meanwhile) a
 
 The hand-over: the kernel sends the job directory, its environment (what a cold
 supervisor would inherit), its umask and CPU affinity; the spare checks the job and
-answers ``ok`` (it is then committed: it is the job's supervisor) or why not. Anything
-else (no spare ready, no answer, the spare gone mid-way) leaves the job to a cold
-supervisor, and its first replica's log says why: ``cold start: <reason>``.
+answers ``ok`` (it is then committed: its child is the job's supervisor) or why not.
+Anything else (no spare ready, no answer, the spare gone mid-way) leaves the job to a
+cold supervisor, and its first replica's log says why: ``cold start: <reason>``.
 """
 
 from __future__ import annotations
