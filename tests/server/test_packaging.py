@@ -35,10 +35,15 @@ def test_lab_extension_path_matches_package_name():
     assert pkg["jupyterlab"]["outputDir"] == "../jupyter_ddl/" + entry["src"]
 
 
-def _no_node_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """An environment whose PATH holds only the Python interpreter's directory."""
+def _no_node_env(bin_dir: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """An environment whose PATH holds only ``bin_dir`` with the Python interpreter in
+    it (the interpreter's own directory may be /usr/bin, beside a system Node)."""
+    bin_dir.mkdir(exist_ok=True)
+    for name in ("python", "python3"):
+        if not (bin_dir / name).exists():
+            (bin_dir / name).symlink_to(Path(sys.executable).resolve())
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "PYTHON"))}
-    env["PATH"] = str(Path(sys.executable).resolve().parent)
+    env["PATH"] = str(bin_dir)
     env.update(extra or {})
     return env
 
@@ -49,7 +54,7 @@ def test_wheel_installs_and_enables_both_extensions_without_node(tmp_path):
     if not (BUILT / "static" / "style.js").exists():
         msg = "the lab extension is not built (run scripts/build-labextension)"
         pytest.fail(msg) if STRICT else pytest.skip(msg)
-    env = _no_node_env()
+    env = _no_node_env(tmp_path / "bin")
     assert shutil.which("node", path=env["PATH"]) is None
     dist = tmp_path / "dist"
     subprocess.run(
@@ -78,7 +83,8 @@ def test_wheel_installs_and_enables_both_extensions_without_node(tmp_path):
     )
     py = str(venv / "bin" / "python")
     env = _no_node_env(
-        {"JUPYTER_CONFIG_DIR": str(tmp_path / "cfg"), "JUPYTER_DATA_DIR": str(tmp_path / "data")}
+        tmp_path / "bin",
+        {"JUPYTER_CONFIG_DIR": str(tmp_path / "cfg"), "JUPYTER_DATA_DIR": str(tmp_path / "data")},
     )
     env["PATH"] = f"{venv / 'bin'}:{env['PATH']}"
     # the host's pip installs into the venv (--python): no pip bootstrap in the venv

@@ -5,7 +5,8 @@ Layout under ``<data dir>/jobs/<name>/``::
 
     spec.json         the JobSpec (secret values are never in it: names only)
     handle.json       the JobHandle
-    bundle/           the CodeBundle's files (main.py, cell.py, the runtime shim's files)
+    bundle/           the CodeBundle's files (main.py, cell.py, the runtime shim's files),
+                      and a private __pycache__/ beside them for the replicas' bytecode
     requirements.txt  the bundle's requirements, when there are any
     local.json        where replicas start, with what interpreter, environment names
                       and limits (``LocalSettings``)
@@ -155,6 +156,10 @@ class JobDir:
             target = self.bundle_dir / rel
             target.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
             write_private(target, data)
+            if target.suffix == ".py":
+                # the replicas import these under the kernel's umask: Python would make
+                # the bytecode directory 0755 (its files copy the sources' 0600 mode)
+                (target.parent / "__pycache__").mkdir(mode=DIR_MODE, exist_ok=True)
         if bundle.requirements:
             text = "".join(r + "\n" for r in bundle.requirements)
             write_private(self.requirements_path, text.encode())
