@@ -1,8 +1,8 @@
 """The local backend: every replica a process on this machine (the embedded default).
 
-``LocalBackend`` is loaded on first use: a supervisor or a replica's helper imports a
-module of this package without the kernel side's (backend, events, manager), which
-costs every cold job's start-up about a tenth of a second."""
+``LocalBackend`` is loaded on first use: a supervisor imports its modules of this
+package without the kernel side's (backend, events, registry), which would add about
+50 ms to every cold job's start-up."""
 
 from __future__ import annotations
 
