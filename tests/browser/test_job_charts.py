@@ -51,7 +51,8 @@ def test_charts_and_logs_in_the_dark_theme(lab, browser, artifacts, data_dir, tm
     lp, manager = LabPage(page, lab), JobManager()
     try:
         lp.open()
-        assert page.evaluate("document.body.dataset.jpThemeLight") == "false"
+        # the theme is applied a moment after the shell shows
+        page.wait_for_function("document.body.dataset.jpThemeLight === 'false'", timeout=30_000)
         lp.show_jobs()
         submit(manager, "decades", DECADES, "torch-ddp", {"Master": 1, "Worker": 1})
         submit(
