@@ -12,7 +12,8 @@ Layout under ``<data dir>/jobs/<name>/``::
                       and limits (``LocalSettings``)
     status.json       the JobStatus, rewritten atomically by the supervisor
     supervisor.json   {"pid", "create_time", "ready"} of the supervisor process ("ready"
-                      once its signal handlers are in place)
+                      once its signal handlers are in place; "warm" and "spare", the
+                      pid of the spare that forked it, for a warm one)
     processes.json    [[pid, start time], ...]: every process seen below the supervisor
     supervisor.log    the supervisor's own output (tracebacks of our bugs land here)
     setup.log         pip output when requirements are installed
