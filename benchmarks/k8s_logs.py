@@ -199,8 +199,8 @@ def submit_latency(
     backend: Any, repeats: int, image: str | None
 ) -> tuple[list[float], list[float]]:
     """(ours, baseline) seconds for ``repeats`` submits of a 1-replica job."""
-    from jupyter_ddl.bundle import build_bundle
-    from jupyter_ddl.kinds import PYTORCHJOB
+    from jupyter_ddl.core.bundle import build_bundle
+    from jupyter_ddl.core.kinds import PYTORCHJOB
     from jupyter_ddl.manifests import build_manifests
     from jupyter_ddl.models import JobSpec
 
@@ -233,8 +233,8 @@ def run(
     """Log rows per writing rate (up to 2,000 lines/s per pod), then submit rows."""
     sys.path.insert(0, str(ROOT))
     from jupyter_ddl.backends.kubernetes import KubernetesBackend
-    from jupyter_ddl.bundle import build_bundle
     from jupyter_ddl.config import Config
+    from jupyter_ddl.core.bundle import build_bundle
 
     repeats = 1 if quick else max(1, min(repeats, 3))
     samples: dict[tuple[int, str], list[dict[str, float]]] = {}

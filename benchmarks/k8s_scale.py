@@ -164,7 +164,7 @@ def ours(backend: Any, name: str, timeout: float, tally: Tally) -> None:
 
 def per_pod_threads(conn: Any, name: str, pods: int, timeout: float, tally: Tally) -> None:
     """The baseline: a pod watch, and one blocking follower thread per started pod."""
-    from jupyter_ddl.kinds import PYTORCHJOB
+    from jupyter_ddl.core.kinds import PYTORCHJOB
 
     core, ns = conn.client("CoreV1Api"), conn.namespace
     followed: dict[str, threading.Thread] = {}
@@ -208,8 +208,8 @@ def run(repeats: int = 2, quick: bool = False, budget_s: float = 240.0) -> list[
     t0 = time.monotonic()
     sys.path.insert(0, str(ROOT))
     from jupyter_ddl.backends.kubernetes import KubernetesBackend
-    from jupyter_ddl.bundle import build_bundle
     from jupyter_ddl.config import Config
+    from jupyter_ddl.core.bundle import build_bundle
 
     seconds = 3.0 if quick else 5.0
     repeats = 1 if quick else max(1, min(repeats, 3))

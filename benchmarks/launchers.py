@@ -60,8 +60,8 @@ def ddp_spec(name: str, world: int, **fields: object) -> object:
 def time_backend(root: Path, world: int, timeout: float = 120.0) -> float:
     """Seconds from ``submit`` to the supervisor reading every replica's READY."""
     from jupyter_ddl.backends.local import LocalBackend
-    from jupyter_ddl.bundle import build_bundle
     from jupyter_ddl.config import Config
+    from jupyter_ddl.core.bundle import build_bundle
 
     # the bench measures up to 16 replicas on small machines too: the product's bound
     # (4 per core) would refuse them, and its refusal is tested elsewhere. Cold starts

@@ -58,8 +58,8 @@ def supervisor_cpu(root: Path, world: int, script: Path) -> tuple[float, float]:
     import psutil
 
     from jupyter_ddl.backends.local import LocalBackend
-    from jupyter_ddl.bundle import build_bundle
     from jupyter_ddl.config import Config
+    from jupyter_ddl.core.bundle import build_bundle
 
     # the bench measures up to 16 replicas on small machines too: the product's bound
     # (4 per core) would refuse them, and its refusal is tested elsewhere. Cold starts

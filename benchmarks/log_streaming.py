@@ -165,8 +165,8 @@ def reader(kind: str, name: str, tail: int) -> dict[str, Any]:
     from jupyter_ddl.backends.local.jobdir import jobs_root
     from jupyter_ddl.config import Config, data_dir
     from jupyter_ddl.manager import JobManager
+    from jupyter_ddl.present.state import DashboardState
     from jupyter_ddl.widgets.follow import Follower
-    from jupyter_ddl.widgets.state import DashboardState
 
     manager = JobManager(config=Config(log_tail=tail, refresh_hz=10))
     manager.backend("local")  # loaded before the memory baseline: imports are not growth
@@ -237,7 +237,7 @@ def measure(
 ) -> dict[str, Any]:
     """One run: submit the job, follow it with both readers (separate processes, so
     each one's memory is its own), delete it. Latencies in seconds."""
-    from jupyter_ddl.bundle import build_bundle
+    from jupyter_ddl.core.bundle import build_bundle
     from jupyter_ddl.manager import JobManager
     from jupyter_ddl.models import JobSpec
 

@@ -3,7 +3,7 @@
 The same training cell runs twice per repeat, as 2 replicas over gloo:
 
 - **ours**: through the product's local backend (``JobManager.submit`` with a bundle
-  from ``jupyter_ddl.bundle.build_bundle``), exactly as a ``%%distribute`` cell would
+  from ``jupyter_ddl.core.bundle.build_bundle``), exactly as a ``%%distribute`` cell would
   (after the first job its replicas are forked from a warm interpreter, as a user's
   later cells are: a forked replica must train as fast as a fresh one);
 - **by hand**: the same cell file started as two subprocesses with the PyTorchJob env
@@ -183,7 +183,7 @@ def _wait_all(procs: list[subprocess.Popen[bytes]], logs: list[Path], timeout: f
 
 def run_ours(manager: JobManager, cell: str, *, timeout: float = 120.0) -> float:
     """Submit the cell as a torch-ddp job on the local backend; steps/s."""
-    from jupyter_ddl.bundle import build_bundle
+    from jupyter_ddl.core.bundle import build_bundle
     from jupyter_ddl.errors import DDLError
     from jupyter_ddl.models import JobSpec, JobState
 

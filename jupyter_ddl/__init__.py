@@ -8,18 +8,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._version import __version__
+from jupyter_ddl._version import __version__
 
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext jupyter_ddl``: registers ``%%distribute`` and ``%ddl``."""
-    from .magics import load
+    from jupyter_ddl.notebook.magics import load
 
     load(ipython)
 
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:
-    from .server.app import DDLServerApp
+    from jupyter_ddl.server.app import DDLServerApp
 
     return [{"module": "jupyter_ddl.server.app", "app": DDLServerApp}]
 

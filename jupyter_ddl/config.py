@@ -22,9 +22,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .atomic import write_atomic
-from .errors import ValidationError
-from .names import is_dns1123_label, is_env_name
+from jupyter_ddl._util.atomic import write_atomic
+from jupyter_ddl.core.names import is_dns1123_label, is_env_name
+from jupyter_ddl.errors import ValidationError
 
 
 def data_dir() -> Path:
@@ -166,7 +166,7 @@ def _strings(values: Any) -> bool:
 
 
 def _known_backend(key: str, value: str) -> None:
-    from .backend_registry import backend_names
+    from jupyter_ddl.backends.registry import backend_names
 
     if value not in backend_names():
         raise _problem(
@@ -175,7 +175,7 @@ def _known_backend(key: str, value: str) -> None:
 
 
 def _trainer_release(key: str, value: str) -> None:
-    from .trainer import RELEASES, release_named
+    from jupyter_ddl.core.trainer import RELEASES, release_named
 
     try:
         release_named(value)
@@ -186,7 +186,7 @@ def _trainer_release(key: str, value: str) -> None:
 
 
 def _frameworks(key: str, value: dict[str, str]) -> None:
-    from .strategies import FRAMEWORKS
+    from jupyter_ddl.core.strategies import FRAMEWORKS
 
     unknown = sorted(set(value) - set(FRAMEWORKS))
     if unknown:

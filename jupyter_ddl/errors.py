@@ -152,7 +152,7 @@ class BodyError(ValueError):
 
 
 class GpuCheckFailed(Exception):
-    """One step of ``python -m jupyter_ddl.gpucheck`` found the GPU path wrong; the check
+    """One step of ``python -m jupyter_ddl.diagnostics.gpucheck`` found the GPU path wrong; the check
     prints it as a failed row."""
 
     http_status = 500

@@ -16,17 +16,17 @@ from typing import TYPE_CHECKING
 
 from typing_extensions import Unpack
 
-from .backends import Backend, backend_class, backend_names
-from .backends.base import LogOptions
-from .config import Config, load_config
-from .errors import BackendUnavailable, DDLError, JobNotFound, RegistryError
-from .metrics import METRIC_MARKER, parse_metric_line
-from .models import CodeBundle, JobEvent, JobHandle, JobSpec, JobStatus, LogLine
-from .validation import validate
+from jupyter_ddl.backends import Backend, backend_class, backend_names
+from jupyter_ddl.backends.base import LogOptions
+from jupyter_ddl.config import Config, load_config
+from jupyter_ddl.core.metrics import METRIC_MARKER, parse_metric_line
+from jupyter_ddl.errors import BackendUnavailable, DDLError, JobNotFound, RegistryError
+from jupyter_ddl.models import CodeBundle, JobEvent, JobHandle, JobSpec, JobStatus, LogLine
+from jupyter_ddl.validation import validate
 
 if TYPE_CHECKING:
-    from .image import BuiltImage
-    from .image.plan import ImagePlan
+    from jupyter_ddl.image import BuiltImage
+    from jupyter_ddl.image.plan import ImagePlan
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +162,7 @@ class JobManager:
 
     def dry_run(self, spec: JobSpec, bundle: CodeBundle | None = None) -> str:
         """The Kubeflow objects the job would create, as YAML documents."""
-        from .dryrun import render_yaml
+        from jupyter_ddl.manifests.dryrun import render_yaml
 
         validate(spec)
         return render_yaml(spec, bundle, config=self.config, image=self._image_plan(spec, bundle))
@@ -178,7 +178,7 @@ class JobManager:
         nothing. ``progress(done, total)`` reports big uploads. Raises RegistryError
         (no registry configured, or what the registry answered) and ValidationError
         (bad reference)."""
-        from .image import build_and_push
+        from jupyter_ddl.image import build_and_push
 
         plan = self._image_plan(spec, bundle)
         if plan.repository is None:
@@ -192,8 +192,8 @@ class JobManager:
         )  # fmt: skip
 
     def _image_plan(self, spec: JobSpec, bundle: CodeBundle | None) -> ImagePlan:
-        from .image.plan import plan_image
-        from .image.selection import notebook_pod_image
+        from jupyter_ddl.image.plan import plan_image
+        from jupyter_ddl.image.selection import notebook_pod_image
 
         return plan_image(spec, bundle, self.config, notebook_pod_image())
 

@@ -16,10 +16,10 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 # the operators' spelling of roles and restart policies: kinds.py holds them
-from .kinds import RestartPolicy, replica_id
+from jupyter_ddl.core.kinds import RestartPolicy, replica_id
 
 if TYPE_CHECKING:
-    from .shape import JobShape
+    from jupyter_ddl.core.shape import JobShape
 
 
 class CleanPodPolicy(str, Enum):
@@ -118,7 +118,7 @@ class JobSpec:
     ``replicas`` does not name gets the strategy's default, written into ``replicas``, so
     the spec (and spec.json) holds every count; 0 means the role is absent.
     ``resources`` gives per-role resources and ``default_resources`` applies to roles not
-    named there. ``shape`` is the resolved job (``jupyter_ddl.shape``), cached until a
+    named there. ``shape`` is the resolved job (``jupyter_ddl.core.shape``), cached until a
     field is assigned again; change a spec by assigning fields or
     ``dataclasses.replace``, not by mutating its dicts in place.
     """
@@ -170,7 +170,7 @@ class JobSpec:
             object.__setattr__(self, "_shape", None)
 
     def _fill(self) -> None:
-        from .shape import fill_counts  # shape builds on this module
+        from jupyter_ddl.core.shape import fill_counts  # shape builds on this module
 
         object.__setattr__(self, "replicas", fill_counts(self.strategy, self.replicas, self.target))
 
@@ -178,7 +178,7 @@ class JobSpec:
     def shape(self) -> JobShape:
         """The resolved job: final counts, kind, world size, replica ids and ranks.
         Raises ValidationError when the strategy is unknown or a count is no count."""
-        from .shape import resolve
+        from jupyter_ddl.core.shape import resolve
 
         cached: JobShape | None = self.__dict__.get("_shape")
         if cached is None:

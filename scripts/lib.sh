@@ -46,24 +46,32 @@ resolve_python() {
 
 pipi() { "$PY" -m pip install -q --disable-pip-version-check "$@"; }
 
-# The exact CPU build of PyTorch 2.13: on Linux the +cpu wheel from PyTorch's CPU index
-# (so a missing index fails instead of pulling the multi-GB CUDA build from PyPI); on
-# macOS PyPI's wheel, which is the CPU/MPS build. Never a looser pin.
+# PyTorch 2.13, the CPU build where it can be had: on Linux the +cpu wheel (PyTorch's CPU
+# index when it answers, or a wheel in pip's find-links); where neither has it, PyPI's
+# torch==2.13.0, which is the CUDA build (about 3 GB with its nvidia packages) and runs
+# on the CPU all the same. On macOS PyPI's wheel is the CPU/MPS build. Never a looser pin.
+TORCH_VERSION=2.13.0
 TORCH_INDEX=https://download.pytorch.org/whl/cpu
-torch_requirement() {
-  if [ "$(uname -s)" = Linux ]; then echo "torch==2.13.0+cpu"; else echo "torch==2.13.0"; fi
-}
 # The index, when it answers: where it does not (an offline mirror, a wheel cache),
-# pip would retry it for every package; the +cpu pin still refuses any CUDA build.
+# pip would retry it for every package.
 torch_index_args() {
   "$PY" - "$TORCH_INDEX/" <<'PYEOF' >/dev/null 2>&1 && echo "--extra-index-url $TORCH_INDEX"
 import sys, urllib.request
 urllib.request.urlopen(sys.argv[1], timeout=5)
 PYEOF
 }
+# install_torch PIP...: torch (and numpy) with the pip command given, CPU build first.
+install_torch() {
+  if [ "$(uname -s)" = Linux ]; then
+    # shellcheck disable=SC2046  # the index arguments split on purpose
+    "$@" $(torch_index_args) "torch==$TORCH_VERSION+cpu" numpy 2>/dev/null && return 0
+    echo "setup: torch==$TORCH_VERSION+cpu is not to be had here; installing PyPI's torch==$TORCH_VERSION (the CUDA build, which runs on the CPU)" >&2
+  fi
+  "$@" "torch==$TORCH_VERSION" numpy
+}
 ensure_torch() {
-  "$PY" -c 'import torch, sys; sys.exit(torch.__version__.split("+")[0] != "2.13.0")' 2>/dev/null \
-    || pipi $(torch_index_args) "$(torch_requirement)" numpy
+  "$PY" -c 'import torch, sys; sys.exit(torch.__version__.split("+")[0] != "'$TORCH_VERSION'")' 2>/dev/null \
+    || install_torch pipi
 }
 
 # Seconds since the script started, for the timing lines.

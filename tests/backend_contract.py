@@ -27,7 +27,7 @@ from collections.abc import Callable
 import pytest
 
 from jupyter_ddl.backends import Backend
-from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.errors import JobConflict, JobNotFound
 from jupyter_ddl.models import (
     Capabilities,

@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
+from jupyter_ddl.core.metrics import parse_metric_line
+from jupyter_ddl.core.strategies import CATALOG, get_strategy
 from jupyter_ddl.errors import ValidationError
-from jupyter_ddl.metrics import parse_metric_line
 from jupyter_ddl.models import (
     CodeBundle,
     JobSpec,
@@ -18,7 +19,6 @@ from jupyter_ddl.models import (
     ReplicaStatus,
     Resources,
 )
-from jupyter_ddl.strategies import CATALOG, get_strategy
 
 
 def test_import_pulls_no_framework_or_kubernetes():

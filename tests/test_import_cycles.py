@@ -103,7 +103,7 @@ def _edges_of_package_init(graph: dict[str, set[str]]) -> dict[str, set[str]]:
 
 def test_the_package_has_no_import_cycle():
     graph = _edges_of_package_init(import_graph())
-    assert graph["jupyter_ddl.magics"], "the walk found no imports: the test is blind"
+    assert graph["jupyter_ddl.notebook.magics"], "the walk found no imports: the test is blind"
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
@@ -111,11 +111,11 @@ def test_the_package_has_no_import_cycle():
 def test_the_walk_sees_function_level_imports_and_finds_cycles(tmp_path):
     # magics imports ddl_commands inside the %ddl method only
     graph = import_graph()
-    assert "jupyter_ddl.ddl_commands" in graph["jupyter_ddl.magics"]
+    assert "jupyter_ddl.notebook.commands" in graph["jupyter_ddl.notebook.magics"]
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
 def test_type_checking_imports_are_no_edges():
     # session.py names JobManager for its annotations only
-    assert "jupyter_ddl.manager" not in import_graph()["jupyter_ddl.session"]
+    assert "jupyter_ddl.manager" not in import_graph()["jupyter_ddl.notebook.session"]

@@ -11,13 +11,13 @@ from datetime import datetime, timezone
 
 import pytest
 
-from jupyter_ddl import timestamps
-from jupyter_ddl.atomic import write_atomic
+from jupyter_ddl._util import timestamps
+from jupyter_ddl._util.atomic import write_atomic
+from jupyter_ddl._util.queues import put_until_stopped
 from jupyter_ddl.backends.kubernetes.logs import split_timestamp
 from jupyter_ddl.backends.kubernetes.status import epoch
 from jupyter_ddl.backends.local.jobdir import format_log_line, parse_log_line
 from jupyter_ddl.models import ReplicaStatus, replica_id
-from jupyter_ddl.queues import put_until_stopped
 
 
 def test_one_parser_for_api_times_kubelet_lines_and_local_logs():

@@ -8,19 +8,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..backend_registry import BUILTIN, backend_class, backend_names
-    from .base import Backend
+    from jupyter_ddl.backends.base import Backend
+    from jupyter_ddl.backends.registry import BUILTIN, backend_class, backend_names
 
 __all__ = ["BUILTIN", "Backend", "backend_class", "backend_names"]
 
 
 def __getattr__(name: str) -> Any:
     if name == "Backend":
-        from .base import Backend
+        from jupyter_ddl.backends.base import Backend
 
         return Backend
     if name in ("BUILTIN", "backend_class", "backend_names"):
-        from .. import backend_registry
+        from jupyter_ddl.backends import registry as backend_registry
 
         return getattr(backend_registry, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,9 +14,17 @@ from typing import TypedDict
 
 from typing_extensions import Unpack
 
-from ..config import Config, load_config
-from ..errors import DDLError, JobNotFound
-from ..models import Capabilities, CodeBundle, JobEvent, JobHandle, JobSpec, JobStatus, LogLine
+from jupyter_ddl.config import Config, load_config
+from jupyter_ddl.errors import DDLError, JobNotFound
+from jupyter_ddl.models import (
+    Capabilities,
+    CodeBundle,
+    JobEvent,
+    JobHandle,
+    JobSpec,
+    JobStatus,
+    LogLine,
+)
 
 
 class LogOptions(TypedDict, total=False):

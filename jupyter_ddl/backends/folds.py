@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator
 
-from ..metrics import is_metric_line, parse_metric_line
-from ..models import EventKind, JobEvent, LogLine, ReplicaStatus
+from jupyter_ddl.core.metrics import is_metric_line, parse_metric_line
+from jupyter_ddl.models import EventKind, JobEvent, LogLine, ReplicaStatus
 
 ReplicaKey = Callable[[ReplicaStatus], Hashable]
 

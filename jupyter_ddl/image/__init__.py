@@ -3,9 +3,9 @@ pushed to a registry without a Docker daemon. Entry point: ``build_and_push``.""
 
 from __future__ import annotations
 
-from .builder import BuiltImage, build_and_push
-from .layer import CODE_DIR, entry_command
-from .progress import ProgressCallback, Stats, TextProgress
+from jupyter_ddl.image.builder import BuiltImage, build_and_push
+from jupyter_ddl.image.layer import CODE_DIR, entry_command
+from jupyter_ddl.image.progress import ProgressCallback, Stats, TextProgress
 
 __all__ = [
     "CODE_DIR",

@@ -11,10 +11,10 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import RegistryError
-from ..models import CodeBundle
-from .layer import CODE_DIR, Layer, entry_command
-from .manifest import FLAVOURS, canonical_json, flavour, sha256_digest
+from jupyter_ddl.errors import RegistryError
+from jupyter_ddl.image.layer import CODE_DIR, Layer, entry_command
+from jupyter_ddl.image.manifest import FLAVOURS, canonical_json, flavour, sha256_digest
+from jupyter_ddl.models import CodeBundle
 
 LABEL_CODE_DIGEST = "io.jupyter-ddl.code-digest"
 LABEL_NOTEBOOK = "io.jupyter-ddl.source-notebook"

@@ -10,7 +10,7 @@ import base64
 import re
 from dataclasses import dataclass, field
 
-from .credentials import Credential
+from jupyter_ddl.image.credentials import Credential
 
 _PARAM = re.compile(r'([A-Za-z_]+)=(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
 

@@ -17,20 +17,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..atomic import write_atomic
-from ..config import Config, load_config
-from ..errors import RegistryError
-from ..models import CodeBundle
-from .append import AppendedImage, append, code_changes
-from .auth import repo_scope
-from .credentials import CredentialStore
-from .layer import Layer, build_layer
-from .manifest import INDEX_TYPES, parse_manifest, select_platform
-from .plan import DEFAULT_PLATFORM, image_tag
-from .progress import ProgressCallback, Stats
-from .push import CHUNK_SIZE, Source, push_image
-from .reference import Reference, parse_reference, parse_repository
-from .registry import RegistryClient
+from jupyter_ddl._util.atomic import write_atomic
+from jupyter_ddl.config import Config, load_config
+from jupyter_ddl.errors import RegistryError
+from jupyter_ddl.image.append import AppendedImage, append, code_changes
+from jupyter_ddl.image.auth import repo_scope
+from jupyter_ddl.image.credentials import CredentialStore
+from jupyter_ddl.image.layer import Layer, build_layer
+from jupyter_ddl.image.manifest import INDEX_TYPES, parse_manifest, select_platform
+from jupyter_ddl.image.plan import DEFAULT_PLATFORM, image_tag
+from jupyter_ddl.image.progress import ProgressCallback, Stats
+from jupyter_ddl.image.push import CHUNK_SIZE, Source, push_image
+from jupyter_ddl.image.reference import Reference, parse_reference, parse_repository
+from jupyter_ddl.image.registry import RegistryClient
+from jupyter_ddl.models import CodeBundle
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import RegistryError
-from .reference import DOCKER_HUB, DOCKER_HUB_API, DOCKER_HUB_AUTH_KEY
+from jupyter_ddl.errors import RegistryError
+from jupyter_ddl.image.reference import DOCKER_HUB, DOCKER_HUB_API, DOCKER_HUB_AUTH_KEY
 
 
 @dataclass(frozen=True)

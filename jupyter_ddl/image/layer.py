@@ -14,8 +14,8 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from ..errors import ValidationError
-from ..models import CodeBundle
+from jupyter_ddl.errors import ValidationError
+from jupyter_ddl.models import CodeBundle
 
 #: where the bundle lands inside the image; a replica runs ``python CODE_DIR/<entrypoint>``
 CODE_DIR = "/opt/jupyter-ddl/code"

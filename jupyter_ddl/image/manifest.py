@@ -8,7 +8,7 @@ import hashlib
 import json
 from typing import Any
 
-from ..errors import RegistryError
+from jupyter_ddl.errors import RegistryError
 
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
 DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import Config
-from ..errors import RegistryError
-from ..models import CodeBundle, JobSpec
-from ..strategies import get_strategy
+from jupyter_ddl.config import Config
+from jupyter_ddl.core.strategies import get_strategy
+from jupyter_ddl.errors import RegistryError
+from jupyter_ddl.models import CodeBundle, JobSpec
 
 #: bump when the layer or config layout changes, so old tags are not reused
 FORMAT_VERSION = "1"

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from ..errors import TransientRegistryError
-from ..queues import put_until_stopped
-from .append import AppendedImage
-from .layer import Layer
-from .progress import PROGRESS_THRESHOLD, ProgressCallback
-from .registry import RegistryClient
+from jupyter_ddl._util.queues import put_until_stopped
+from jupyter_ddl.errors import TransientRegistryError
+from jupyter_ddl.image.append import AppendedImage
+from jupyter_ddl.image.layer import Layer
+from jupyter_ddl.image.progress import PROGRESS_THRESHOLD, ProgressCallback
+from jupyter_ddl.image.registry import RegistryClient
 
 log = logging.getLogger(__name__)
 

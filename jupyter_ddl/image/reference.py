@@ -11,7 +11,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-from ..errors import ValidationError
+from jupyter_ddl.errors import ValidationError
 
 DOCKER_HUB = "docker.io"
 #: where Docker Hub's registry API actually lives

@@ -18,10 +18,19 @@ from urllib.parse import urljoin, urlsplit
 
 import requests
 
-from ..errors import RegistryError
-from .auth import Challenge, basic_header, merge_scopes, parse_challenge, token_request
-from .credentials import Credential, CredentialStore
-from .failures import (
+from jupyter_ddl.errors import RegistryError
+from jupyter_ddl.image.auth import (
+    Challenge,
+    basic_header,
+    merge_scopes,
+    parse_challenge,
+    token_request,
+)
+from jupyter_ddl.image.credentials import Credential, CredentialStore
+from jupyter_ddl.image.manifest import MANIFEST_ACCEPT, sha256_digest
+from jupyter_ddl.image.progress import Stats
+from jupyter_ddl.image.reference import is_loopback
+from jupyter_ddl.image.registry_errors import (
     error_code,
     http_failure,
     retry_after,
@@ -29,9 +38,6 @@ from .failures import (
     token_failure,
     unreachable,
 )
-from .manifest import MANIFEST_ACCEPT, sha256_digest
-from .progress import Stats
-from .reference import is_loopback
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..backends.kubernetes.connection import SA_DIR
-from .plan import notebook_container_image
+from jupyter_ddl.backends.kubernetes.connection import SA_DIR
+from jupyter_ddl.image.plan import notebook_container_image
 
 log = logging.getLogger(__name__)
 

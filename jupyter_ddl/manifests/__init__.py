@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .. import kinds
-from ..models import JobSpec
-from . import common, mpijob, podgroup, pytorchjob, tfjob, trainjob
-from .common import (
+from jupyter_ddl.core import kinds
+from jupyter_ddl.manifests import common, mpijob, podgroup, pytorchjob, tfjob, trainjob
+from jupyter_ddl.manifests.common import (
     ANNOTATION_CELL,
     ANNOTATION_CODE_DIGEST,
     ANNOTATION_NOTEBOOK,
@@ -35,6 +34,7 @@ from .common import (
     launch_command,
     secret_name,
 )
+from jupyter_ddl.models import JobSpec
 
 _BUILDERS = {
     kinds.TFJOB.name: tfjob.build,

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..models import JobSpec, Resources
+from jupyter_ddl.models import JobSpec, Resources
 
 # -- labels and annotations we own ---------------------------------------------------
 PREFIX = "jupyter-ddl.io/"

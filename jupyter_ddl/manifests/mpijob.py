@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..models import JobSpec
-from . import common
+from jupyter_ddl.manifests import common
+from jupyter_ddl.models import JobSpec
 
 DEFAULT_SSH_PATH = "/root/.ssh"  # framework images (horovod/horovod) run as root
 

@@ -13,8 +13,8 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from ..models import JobSpec
-from . import common
+from jupyter_ddl.manifests import common
+from jupyter_ddl.models import JobSpec
 
 _SUFFIX: dict[str, int | Decimal] = {
     "": 1, "m": Decimal("0.001"), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,

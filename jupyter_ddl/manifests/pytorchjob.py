@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..models import JobSpec
-from . import common
+from jupyter_ddl.manifests import common
+from jupyter_ddl.models import JobSpec
 
 
 def build(spec: JobSpec, code: common.Code) -> dict[str, Any]:

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import contract
-from ..kinds import TrainJobKind
-from ..models import JobSpec
-from . import common
+from jupyter_ddl.core import contract
+from jupyter_ddl.core.kinds import TrainJobKind
+from jupyter_ddl.manifests import common
+from jupyter_ddl.models import JobSpec
 
 PATCH_MANAGER = "jupyter-ddl.io/submitter"
 

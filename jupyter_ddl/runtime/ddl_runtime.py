@@ -28,7 +28,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-#: must equal jupyter_ddl.metrics.METRIC_MARKER (a test checks it)
+#: must equal jupyter_ddl.core.metrics.METRIC_MARKER (a test checks it)
 METRIC_MARKER = "@@ddl-metric@@"
 STRATEGY_ENV = "JUPYTER_DDL_STRATEGY"
 DIST_BACKEND_ENV = "JUPYTER_DDL_DIST_BACKEND"

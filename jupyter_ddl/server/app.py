@@ -12,10 +12,10 @@ import threading
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Unicode
 
-from .._version import __version__
-from ..config import load_config
-from ..manager import JobManager
-from .routes import routes
+from jupyter_ddl._version import __version__
+from jupyter_ddl.config import load_config
+from jupyter_ddl.manager import JobManager
+from jupyter_ddl.server.routes import routes
 
 
 class DDLServerApp(ExtensionApp):

@@ -14,8 +14,14 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from ..strategies import CATALOG, FRAMEWORK_TITLES, FRAMEWORKS, IMPORT_HINTS, Strategy
-from .handlers import DDLHandler
+from jupyter_ddl.core.strategies import (
+    CATALOG,
+    FRAMEWORK_TITLES,
+    FRAMEWORKS,
+    IMPORT_HINTS,
+    Strategy,
+)
+from jupyter_ddl.server.handlers import DDLHandler
 
 
 def replicas_range(strategy: Strategy) -> tuple[int, int | None]:

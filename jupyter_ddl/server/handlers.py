@@ -19,11 +19,11 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
-from ..errors import DDLError
-from ..manager import JobManager
-from ..models import LogLine
-from . import views
-from .sse import resume_offset, stream_logs
+from jupyter_ddl.errors import DDLError
+from jupyter_ddl.manager import JobManager
+from jupyter_ddl.models import LogLine
+from jupyter_ddl.server import answers as views
+from jupyter_ddl.server.sse import resume_offset, stream_logs
 
 #: the authorization resource every handler checks (jupyter_server's Authorizer)
 AUTH_RESOURCE = "jupyter_ddl"

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from jupyter_server.utils import url_path_join
 
-from .catalog import StrategiesHandler
-from .events import JobEventsHandler
-from .handlers import (
+from jupyter_ddl.server.catalog import StrategiesHandler
+from jupyter_ddl.server.handlers import (
     NAMESPACE,
     BackendsHandler,
     CancelHandler,
@@ -17,6 +16,7 @@ from .handlers import (
     LogsHandler,
     MetricsHandler,
 )
+from jupyter_ddl.server.job_stream import JobEventsHandler
 
 _JOB = r"(?P<name>[^/]+)"
 

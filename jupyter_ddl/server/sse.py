@@ -20,10 +20,10 @@ from typing import Any
 from tornado.iostream import StreamClosedError
 from tornado.web import RequestHandler
 
-from ..errors import DDLError
-from ..models import LogLine
-from ..queues import put_until_stopped
-from .views import log_dict
+from jupyter_ddl._util.queues import put_until_stopped
+from jupyter_ddl.errors import DDLError
+from jupyter_ddl.models import LogLine
+from jupyter_ddl.server.answers import log_dict
 
 log = logging.getLogger(__name__)
 

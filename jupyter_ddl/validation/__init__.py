@@ -11,14 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .. import kinds, names
-from ..errors import ValidationError
-from ..models import JobSpec
-from ..shape import count_problems
-from ..strategies import CATALOG, Strategy
-from .kube import env_problems, metadata_problems, operator_env_problems, placement_problems
-from .policy import gang_problems, run_policy_problems
-from .resources import resource_problems, torch_option_problems
+from jupyter_ddl.core import kinds, names
+from jupyter_ddl.core.shape import count_problems
+from jupyter_ddl.core.strategies import CATALOG, Strategy
+from jupyter_ddl.errors import ValidationError
+from jupyter_ddl.models import JobSpec
+from jupyter_ddl.validation.kube import (
+    env_problems,
+    metadata_problems,
+    operator_env_problems,
+    placement_problems,
+)
+from jupyter_ddl.validation.resources import resource_problems, torch_option_problems
+from jupyter_ddl.validation.run_policy import gang_problems, run_policy_problems
 
 TARGETS = (kinds.TRAINJOB.name,)
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .. import contract, names
-from ..models import JobSpec
-from ..strategies import Strategy
+from jupyter_ddl.core import contract, names
+from jupyter_ddl.core.strategies import Strategy
+from jupyter_ddl.models import JobSpec
 
 _RESERVED_PREFIXES = ("jupyter-ddl.io/", "training.kubeflow.org/", "trainer.kubeflow.org/")
 TOLERATION_OPERATORS = ("Equal", "Exists")

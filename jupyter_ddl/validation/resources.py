@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .. import names
-from ..models import JobSpec
-from ..shape import JobShape, is_trainjob, try_resolve
-from ..strategies import Strategy
+from jupyter_ddl.core import names
+from jupyter_ddl.core.shape import JobShape, is_trainjob, try_resolve
+from jupyter_ddl.core.strategies import Strategy
+from jupyter_ddl.models import JobSpec
 
 
 def resource_problems(spec: JobSpec, strategy: Strategy) -> list[str]:

@@ -13,13 +13,13 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..config import Config
-from ..errors import DDLError
-from ..manager import JobManager
-from ..models import JobEvent
-from .follow import Follower
-from .state import DashboardState
-from .views import DisplayFn, DisplaySlot, Slot, TextView, WidgetView
+from jupyter_ddl.config import Config
+from jupyter_ddl.errors import DDLError
+from jupyter_ddl.manager import JobManager
+from jupyter_ddl.models import JobEvent
+from jupyter_ddl.present.state import DashboardState
+from jupyter_ddl.widgets.follow import Follower
+from jupyter_ddl.widgets.views import DisplayFn, DisplaySlot, Slot, TextView, WidgetView
 
 
 def widgets_available(shell: Any = None) -> bool:
@@ -88,7 +88,7 @@ class Dashboard:
             status = self.manager.get(self.name, self.backend)
         except DDLError:
             return  # the watch reports it
-        from ..models import EventKind
+        from jupyter_ddl.models import EventKind
 
         self.state.apply(JobEvent(EventKind.STATUS, self.name, status=status))
 

@@ -22,9 +22,9 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from ..errors import DDLError
-from ..models import JobEvent
-from .state import DashboardState
+from jupyter_ddl.errors import DDLError
+from jupyter_ddl.models import JobEvent
+from jupyter_ddl.present.state import DashboardState
 
 log = logging.getLogger(__name__)
 

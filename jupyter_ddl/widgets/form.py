@@ -25,15 +25,22 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .. import flags
-from ..atomic import write_atomic
-from ..config import data_dir
-from ..errors import DDLError
-from ..flags import DistributeArgs, declared
-from ..magic_args import spec_from_args
-from ..models import JobSpec
-from ..strategies import CATALOG, FRAMEWORK_TITLES, FRAMEWORKS, Strategy, by_framework, get_strategy
-from ..validation import problems
+from jupyter_ddl._util.atomic import write_atomic
+from jupyter_ddl.config import data_dir
+from jupyter_ddl.core.strategies import (
+    CATALOG,
+    FRAMEWORK_TITLES,
+    FRAMEWORKS,
+    Strategy,
+    by_framework,
+    get_strategy,
+)
+from jupyter_ddl.errors import DDLError
+from jupyter_ddl.models import JobSpec
+from jupyter_ddl.notebook import flags
+from jupyter_ddl.notebook.args import spec_from_args
+from jupyter_ddl.notebook.flags import DistributeArgs, declared
+from jupyter_ddl.validation import problems
 
 Action = Callable[[DistributeArgs], None]
 DryRun = Callable[[DistributeArgs], str]

@@ -16,10 +16,10 @@ from collections.abc import Callable
 from html import escape
 from typing import Any, Protocol
 
-from ..record import record_bundle
-from .chart import svg_charts
-from .state import DashboardState
-from .text import (
+from jupyter_ddl.present.chart import svg_charts
+from jupyter_ddl.present.record import record_bundle
+from jupyter_ddl.present.state import DashboardState
+from jupyter_ddl.present.text import (
     diagnosis_of,
     header_html,
     live_bundle,

@@ -108,7 +108,7 @@ strategy = tf.distribute.MultiWorkerMirroredStrategy()
 # %%
 import yaml
 
-from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.image.layer import build_layer
 from jupyter_ddl.models import JobSpec
 

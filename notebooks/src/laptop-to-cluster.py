@@ -292,7 +292,7 @@ import torch
 
 # %%
 import tarfile, io
-from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.image.layer import build_layer
 
 bundle = build_bundle("print('hello from', rank)\n")

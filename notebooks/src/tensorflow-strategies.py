@@ -197,7 +197,7 @@ sorted(tf_config.latest)
 # namespace `team-a` (computed here, nothing runs):
 
 # %%
-from jupyter_ddl.contract import cluster_endpoints, replica_env, replica_ids
+from jupyter_ddl.core.contract import cluster_endpoints, replica_env, replica_ids
 from jupyter_ddl.models import JobSpec
 
 spec = JobSpec(name="mnist", strategy="tf-parameter-server",
@@ -247,7 +247,7 @@ outcome
 # bookkeeping (checkpoints, summaries).
 
 # %% solution
-from jupyter_ddl.contract import cluster_endpoints, replica_env
+from jupyter_ddl.core.contract import cluster_endpoints, replica_env
 from jupyter_ddl.models import JobSpec
 
 spec = JobSpec(name="no-chief", strategy="tf-multi-worker-mirrored", replicas={"Worker": 3})

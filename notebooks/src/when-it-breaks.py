@@ -85,7 +85,7 @@ crashed = _ddl_job
 # cause stopped talking first. Then read that replica's own log.
 
 # %%
-from jupyter_ddl.failures import diagnose, outcomes
+from jupyter_ddl.core.failures import diagnose, outcomes
 
 cause = failed_first(crashed)
 root = diagnose(outcomes(jobs.get(crashed).replicas)).root  # what %ddl status shows first
@@ -326,7 +326,7 @@ fresh.close()
 # it fails too; an OOM kill (137) would have been retried.
 
 # %% solution
-from jupyter_ddl.backends.local.policy import Exit, on_exit
+from jupyter_ddl.core.restarts import Exit, on_exit
 from jupyter_ddl.models import RestartPolicy
 
 for policy in (RestartPolicy.NEVER, RestartPolicy.ON_FAILURE, RestartPolicy.EXIT_CODE):

@@ -17,8 +17,8 @@ LOCAL_JOB = "still-here"
 def local_jobs(tmp_path_factory) -> Iterator[Path]:
     """``JUPYTER_DDL_DATA_DIR`` with one Succeeded local job named ``LOCAL_JOB``."""
     from jupyter_ddl.backends.local import LocalBackend
-    from jupyter_ddl.bundle import build_bundle
     from jupyter_ddl.config import Config
+    from jupyter_ddl.core.bundle import build_bundle
     from jupyter_ddl.models import JobSpec
 
     d = tmp_path_factory.mktemp("ddl-data")

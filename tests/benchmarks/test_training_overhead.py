@@ -56,7 +56,7 @@ def test_by_hand_failure_names_the_rank_and_stops_its_peer(tmp_path):
 @pytest.mark.slow
 def test_one_row_with_both_figures_through_the_local_backend(data_dir):
     require.module("torch")
-    require.module("jupyter_ddl.bundle")
+    require.module("jupyter_ddl.core.bundle")
     from jupyter_ddl.backends import backend_class
 
     backend_class("local")  # the local backend must load: no skip once it is in the tree

@@ -54,7 +54,7 @@ def ddl_settings(settings_dir: Path, **values: Any) -> None:
 
 def submit(manager, name: str, code: str, strategy: str, replicas: dict[str, int], **fields):
     """Submit ``code`` as a job through the one job API, as the magic does."""
-    from jupyter_ddl.bundle import build_bundle
+    from jupyter_ddl.core.bundle import build_bundle
     from jupyter_ddl.models import JobSpec
 
     spec = JobSpec(

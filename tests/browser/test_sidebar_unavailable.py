@@ -19,7 +19,7 @@ def cluster_down(data_dir, tmp_path, monkeypatch):
     """Before the server starts: a finished local job, and a kubeconfig whose server
     refuses connections."""
     from jupyter_ddl.backends.local import LocalBackend
-    from jupyter_ddl.bundle import build_bundle
+    from jupyter_ddl.core.bundle import build_bundle
     from jupyter_ddl.models import JobSpec
 
     url = deadends.closed_port_url()

@@ -278,7 +278,7 @@ def test_text_progress_bar():
 
 def test_registry_failures_are_one_line_with_a_next_step():
     from jupyter_ddl.errors import TransientRegistryError
-    from jupyter_ddl.image.failures import (
+    from jupyter_ddl.image.registry_errors import (
         error_code,
         http_failure,
         retry_after,

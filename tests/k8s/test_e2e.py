@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.manifests import CODE_DIR, WORK_DIR
 from jupyter_ddl.models import EventKind, JobSpec, JobState, ReplicaState, RestartPolicy
 

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.errors import (
     BackendUnavailable,
     JobConflict,

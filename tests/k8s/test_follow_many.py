@@ -9,7 +9,7 @@ import time
 import uuid
 
 from jupyter_ddl.backends.kubernetes.multiplex import OPENERS
-from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.manifests import CODE_DIR
 from jupyter_ddl.models import CleanPodPolicy, EventKind, JobSpec, JobState
 

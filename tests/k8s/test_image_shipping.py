@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.errors import RegistryError
 from jupyter_ddl.models import JobSpec
 from tests.support.require import executable
@@ -86,10 +86,10 @@ def test_build_only_then_submit_pushes_nothing_new(make_backend, double, registr
     """``--build-only``, the dry run and the submit follow one image plan: the submit
     finds the image the build pushed (same digest), the dry run names its repository,
     base and code tag, and the reference reaches ``%ddl status``."""
-    from jupyter_ddl.dryrun import render_yaml
     from jupyter_ddl.manager import JobManager
-    from jupyter_ddl.widgets.state import DashboardState
-    from jupyter_ddl.widgets.text import header_text
+    from jupyter_ddl.manifests.dryrun import render_yaml
+    from jupyter_ddl.present.state import DashboardState
+    from jupyter_ddl.present.text import header_text
 
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)  # not in a notebook pod
     b = make_backend(registry=f"{registry.host}/team", insecure_registries=[registry.host],

@@ -7,12 +7,13 @@ import json
 
 import pytest
 
-from jupyter_ddl.backends.kubernetes import errors as E
+from jupyter_ddl.backends.kubernetes import api_errors as E
 from jupyter_ddl.backends.kubernetes import notebook, reasons, shipping
 from jupyter_ddl.backends.kubernetes import status as S
 from jupyter_ddl.backends.kubernetes.logs import split_timestamp
 from jupyter_ddl.backends.kubernetes.usage import quantity
-from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.core.bundle import build_bundle
+from jupyter_ddl.core.kinds import MPIJOB, PYTORCHJOB, TFJOB, TRAINJOB
 from jupyter_ddl.errors import (
     JobConflict,
     JobNotFound,
@@ -20,7 +21,6 @@ from jupyter_ddl.errors import (
     ResourceError,
     ValidationError,
 )
-from jupyter_ddl.kinds import MPIJOB, PYTORCHJOB, TFJOB, TRAINJOB
 from jupyter_ddl.models import JobSpec, JobState, ReplicaState, VolumeMount
 
 

@@ -11,8 +11,8 @@ import uuid
 import pytest
 
 from jupyter_ddl.backends.kubernetes.connection import connect
-from jupyter_ddl.bundle import build_bundle
 from jupyter_ddl.config import Config
+from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.errors import BackendUnavailable
 from jupyter_ddl.manifests import CODE_DIR
 from jupyter_ddl.models import EventKind, GangScheduling, JobSpec, JobState, Resources, VolumeMount

@@ -1,5 +1,5 @@
 """Real DDP training (torch, gloo, CPU) through the Kubernetes backend: the operator
-double injects the PyTorchJob environment from ``jupyter_ddl.contract``, the shipped
+double injects the PyTorchJob environment from ``jupyter_ddl.core.contract``, the shipped
 runtime shim sets up the process group, and both pods' logs and metrics come back."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.models import EventKind, JobSpec, JobState
 from tests.support.require import module
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import threading
 import uuid
 
-from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.core.bundle import build_bundle
+from jupyter_ddl.core.metrics import METRIC_MARKER
 from jupyter_ddl.manifests import CODE_DIR
-from jupyter_ddl.metrics import METRIC_MARKER
 from jupyter_ddl.models import EventKind, JobSpec, JobState
 
 CELL = f"""\

@@ -8,11 +8,11 @@ import logging
 import threading
 import uuid
 
-from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.manifests import CODE_DIR
 from jupyter_ddl.models import EventKind, JobSpec, JobState
-from jupyter_ddl.widgets.state import DashboardState
-from jupyter_ddl.widgets.text import header_text
+from jupyter_ddl.present.state import DashboardState
+from jupyter_ddl.present.text import header_text
 
 PODS = "core/v1/pods"
 

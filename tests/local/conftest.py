@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from jupyter_ddl.backends.local import LocalBackend, warm
-from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.models import JobSpec, JobStatus
 from tests.backend_contract import default_make_job
 

@@ -21,8 +21,8 @@ import psutil
 import pytest
 
 from jupyter_ddl.backends.local import LocalBackend
-from jupyter_ddl.bundle import build_bundle
 from jupyter_ddl.config import Config
+from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.errors import ResourceError
 from jupyter_ddl.models import EventKind, JobSpec, JobState, ReplicaState, RestartPolicy
 from tests.local.conftest import job_processes, lines, submit, wait, wait_line

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from jupyter_ddl import contract
 from jupyter_ddl.backends.local import launch
 from jupyter_ddl.backends.local.control import check_process_limit, process_count
 from jupyter_ddl.backends.local.mpi_output import MpiDemux, tag_space
 from jupyter_ddl.backends.local.stall import Quiet, stall_message
+from jupyter_ddl.core import contract
 from jupyter_ddl.errors import ResourceError
 from jupyter_ddl.models import JobSpec
 from jupyter_ddl.runtime import ddl_runtime_end as ddl_runtime

@@ -44,7 +44,7 @@ def shell(monkeypatch, data_dir):
 @pytest.fixture
 def ddl(shell, data_dir):
     """``ddl("logs x")`` runs ``%ddl logs x`` over a real local backend."""
-    from jupyter_ddl.magics import load
+    from jupyter_ddl.notebook.magics import load
 
     manager = JobManager(config=load_config(), backends={"local": LocalBackend()})
     magics = load(shell, manager=manager)
@@ -91,7 +91,7 @@ def _magics_taking_a_replica() -> list[str]:
     """Every %ddl command whose parser takes --replica (read from the handlers)."""
     import inspect
 
-    from jupyter_ddl import ddl_commands
+    from jupyter_ddl.notebook import commands as ddl_commands
 
     return [
         name

@@ -52,8 +52,8 @@ def fake_smi(tmp_path, monkeypatch):
 
 def test_resources_show_each_replicas_gpu(backend, fake_smi):
     require.module("torch")
-    from jupyter_ddl.ddl_commands import status_text
-    from jupyter_ddl.server.views import job_detail
+    from jupyter_ddl.notebook.commands import status_text
+    from jupyter_ddl.server.answers import job_detail
 
     name = submit(
         backend, CELL, "torch-ddp", {"Master": 1, "Worker": 1}, dist_backend="gloo",

@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from jupyter_ddl.backends.local import LocalBackend
-from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.errors import ResourceError
 from jupyter_ddl.models import EventKind, JobSpec, JobState, ReplicaState, Resources, RestartPolicy
 from tests.local.conftest import job_processes, lines, submit, wait, wait_line
@@ -167,7 +167,7 @@ SUBMITTER = """
 import sys
 sys.path.insert(0, {root!r})
 from jupyter_ddl.backends.local import LocalBackend
-from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.models import JobSpec
 code = "import time\\nfor i in range(6):\\n    print(f'tick {{i}}', flush=True)\\n    time.sleep(0.5)\\n"
 LocalBackend().submit(JobSpec(name="survivor", strategy="tf-multi-worker-mirrored", replicas={{"Worker": 2}}, notebook="nb.ipynb"), build_bundle(code))

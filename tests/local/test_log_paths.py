@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 
 import pytest
 
+from jupyter_ddl._util.timestamps import parse as parse_stamp
 from jupyter_ddl.backends.local.jobdir import (
     JobDir,
     format_log_line,
@@ -23,9 +24,8 @@ from jupyter_ddl.backends.local.logs import (
     count_lines,
     iter_logs,
 )
-from jupyter_ddl.metrics import _CANDIDATE, KNOWN, parse_metric_line
+from jupyter_ddl.core.metrics import _CANDIDATE, KNOWN, parse_metric_line
 from jupyter_ddl.models import EventKind, JobEvent, JobState, LogLine
-from jupyter_ddl.timestamps import parse as parse_stamp
 
 from .conftest import submit, wait
 

@@ -9,14 +9,15 @@ import sys
 
 import pytest
 
-from jupyter_ddl import contract
-from jupyter_ddl.backends.local import gpus, launch, policy, ports
+from jupyter_ddl.backends.local import gpus, launch, ports
 from jupyter_ddl.backends.local.jobdir import format_log_line, parse_log_line
 from jupyter_ddl.backends.local.requirements import cache_key
-from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.core import contract
+from jupyter_ddl.core import restarts as policy
+from jupyter_ddl.core.bundle import build_bundle
+from jupyter_ddl.core.kinds import MPIJOB, PYTORCHJOB, TFJOB
+from jupyter_ddl.core.metrics import METRIC_MARKER, parse_metric_line
 from jupyter_ddl.errors import ResourceError
-from jupyter_ddl.kinds import MPIJOB, PYTORCHJOB, TFJOB
-from jupyter_ddl.metrics import METRIC_MARKER, parse_metric_line
 from jupyter_ddl.models import JobSpec, JobState, ReplicaState, RestartPolicy
 from jupyter_ddl.runtime import ddl_runtime
 

@@ -7,7 +7,7 @@ import hashlib
 import zipfile
 from pathlib import Path
 
-from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.models import JobSpec, JobState
 from tests.local.conftest import lines, wait
 

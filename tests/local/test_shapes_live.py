@@ -11,9 +11,9 @@ import stat
 
 import pytest
 
-from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.errors import ResourceError
-from jupyter_ddl.magic_args import parse_line, spec_from_args
+from jupyter_ddl.notebook.args import parse_line, spec_from_args
 from tests.local.conftest import lines, wait
 from tests.support import require
 

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.runtime import ddl_spawn
 from tests.local.conftest import lines, submit, wait
 from tests.support import require

@@ -10,7 +10,7 @@ import pytest
 
 from jupyter_ddl.backends.local import LocalBackend
 from jupyter_ddl.config import Config
-from jupyter_ddl.metrics import METRIC_MARKER
+from jupyter_ddl.core.metrics import METRIC_MARKER
 from jupyter_ddl.models import EventKind
 from tests.local.conftest import submit, wait
 

@@ -9,7 +9,7 @@ import pytest
 
 from jupyter_ddl.backends.local import forked, launch, warm
 from jupyter_ddl.config import Config
-from jupyter_ddl.contract import local_endpoints
+from jupyter_ddl.core.contract import local_endpoints
 from jupyter_ddl.models import JobSpec
 
 

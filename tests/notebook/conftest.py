@@ -35,7 +35,7 @@ def shell(monkeypatch):
 
 @pytest.fixture
 def magics(shell, manager):
-    from jupyter_ddl.magics import load
+    from jupyter_ddl.notebook.magics import load
 
     m = load(shell, manager=manager)
     yield m

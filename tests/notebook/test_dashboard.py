@@ -10,10 +10,10 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from jupyter_ddl.models import EventKind, JobEvent, LogLine
-from jupyter_ddl.widgets.chart import svg_charts
+from jupyter_ddl.present.chart import svg_charts
+from jupyter_ddl.present.state import DashboardState
 from jupyter_ddl.widgets.dashboard import Dashboard
 from jupyter_ddl.widgets.follow import Follower
-from jupyter_ddl.widgets.state import DashboardState
 from tests.support import require
 from tests.support.fake_backend import FakeBackend
 
@@ -94,7 +94,7 @@ def test_refresh_rate_is_capped_at_ten_per_second():
 
 
 def test_text_view_final_output_has_state_replica_lines_and_an_svg_chart(manager, fake):
-    from jupyter_ddl.bundle import build_bundle
+    from jupyter_ddl.core.bundle import build_bundle
     from jupyter_ddl.models import JobSpec
 
     manager.submit(JobSpec("t1", "torch-ddp", {"Master": 1, "Worker": 1}), build_bundle("x=1"))
@@ -126,7 +126,7 @@ def test_text_view_final_output_has_state_replica_lines_and_an_svg_chart(manager
 
 def test_widget_view_tabs_cancel_and_detach(manager, fake):
     require.module("ipywidgets")
-    from jupyter_ddl.bundle import build_bundle
+    from jupyter_ddl.core.bundle import build_bundle
     from jupyter_ddl.models import JobSpec
 
     for name in ("w1", "w2"):
@@ -164,7 +164,7 @@ def test_widget_view_says_disconnected_when_its_kernel_is_gone(manager, fake):
     jupyter-widgets-disconnected; the dashboard carries the rules that then show the
     note and make its buttons inert (checked in a real browser in tests/browser)."""
     require.module("ipywidgets")
-    from jupyter_ddl.bundle import build_bundle
+    from jupyter_ddl.core.bundle import build_bundle
     from jupyter_ddl.models import JobSpec
 
     manager.submit(JobSpec("k1", "torch-ddp", {"Master": 1}), build_bundle("x=1"))
@@ -202,7 +202,7 @@ def test_fake_backend_is_a_real_backend_subclass():
 
 def test_build_progress_widget_follows_the_callback():
     require.module("ipywidgets")
-    from jupyter_ddl.widgets.progress import BuildProgress
+    from jupyter_ddl.widgets.build_bar import BuildProgress
 
     rec = Recorder()
     p = BuildProgress(widgets=True, display=rec)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_ddl.strategies import CATALOG
+from jupyter_ddl.core.strategies import CATALOG
 from jupyter_ddl.widgets.form import DistributeForm, load_choice
 from tests.support import require
 
@@ -207,8 +207,8 @@ def test_submit_waits_for_the_job_unless_submit_another(data_dir):
 def test_the_form_reads_every_flag_it_offers_from_the_field_of_that_name(data_dir):
     """``args()`` is made from the flag declarations (flags.py): each flag with a
     widget has a form field of its name, and the form's choice is the flags' choice."""
-    from jupyter_ddl.flags import declared
-    from jupyter_ddl.magic_args import parse_line, spec_from_args
+    from jupyter_ddl.notebook.args import parse_line, spec_from_args
+    from jupyter_ddl.notebook.flags import declared
 
     form = _form([], names=lambda: "gen-1")
     offered = [d for d in declared() if d.meta.widget and d.meta.widget != "role"]
@@ -237,7 +237,7 @@ def test_the_form_reads_every_flag_it_offers_from_the_field_of_that_name(data_di
 
 
 def test_the_form_retires_to_a_note_with_the_same_flags_once_its_jobs_ended(data_dir):
-    from jupyter_ddl.magic_args import parse_line
+    from jupyter_ddl.notebook.args import parse_line
     from jupyter_ddl.widgets.form import flag_line
 
     calls: list = []

@@ -193,8 +193,8 @@ def test_build_only_builds_through_the_job_api_with_progress(shell, fake, capsys
     from dataclasses import dataclass
 
     from jupyter_ddl.config import Config
-    from jupyter_ddl.magics import load
     from jupyter_ddl.manager import JobManager
+    from jupyter_ddl.notebook.magics import load
 
     @dataclass
     class Built:
@@ -219,7 +219,7 @@ def test_build_only_builds_through_the_job_api_with_progress(shell, fake, capsys
 
 
 def test_dry_run_prints_script_and_yaml_and_starts_nothing(shell, magics, fake, capsys):
-    require.module("jupyter_ddl.dryrun")
+    require.module("jupyter_ddl.manifests.dryrun")
     run(shell, "def helper():\n    return 1")
     shell.run_cell_magic(
         "distribute", "--strategy torch-ddp --replicas 2 --name dry --dry-run", "helper()"
@@ -298,8 +298,8 @@ def test_ddl_commands_default_to_the_last_job_of_this_kernel(shell, magics, fake
 
 
 def test_reports_reads_report_lines_back_per_replica(manager, fake):
-    from jupyter_ddl.bundle import build_bundle
-    from jupyter_ddl.metrics import METRIC_MARKER
+    from jupyter_ddl.core.bundle import build_bundle
+    from jupyter_ddl.core.metrics import METRIC_MARKER
     from jupyter_ddl.models import JobSpec
 
     manager.submit(JobSpec("rep1", "torch-ddp", {"Master": 1, "Worker": 1}), build_bundle("x=1"))

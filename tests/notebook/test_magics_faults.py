@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jupyter_ddl.errors import CaptureError, ShownError, ValidationError
-from jupyter_ddl.magic_args import secret_looking
+from jupyter_ddl.notebook.args import secret_looking
 
 
 @pytest.mark.parametrize(

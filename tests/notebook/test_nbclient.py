@@ -131,8 +131,8 @@ def test_background_job_then_ddl_wait_and_attach_after_a_kernel_restart(kernel_e
 
 
 def test_dry_run_prints_yaml_for_every_strategy(kernel_env, tmp_path):
-    require.module("jupyter_ddl.dryrun")
-    from jupyter_ddl.strategies import CATALOG
+    require.module("jupyter_ddl.manifests.dryrun")
+    from jupyter_ddl.core.strategies import CATALOG
 
     flags = {"tf-tpu": "--tpus 4"}
     cells = ["%load_ext jupyter_ddl", "def helper():\n    return 1"]

@@ -13,7 +13,7 @@ import time
 import nbformat
 import pytest
 
-from jupyter_ddl.magic_args import parse_line, spec_from_args
+from jupyter_ddl.notebook.args import parse_line, spec_from_args
 from jupyter_ddl.validation import validate
 
 from .conftest import (

@@ -8,9 +8,9 @@ import time
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.core.bundle import build_bundle
+from jupyter_ddl.core.strategies import CATALOG
 from jupyter_ddl.models import JobSpec
-from jupyter_ddl.strategies import CATALOG
 from tests.support.fake_backend import steps
 
 from .conftest import get_json

@@ -10,10 +10,11 @@ from collections import deque
 
 import pytest
 
-from jupyter_ddl.bundle import build_bundle
+from jupyter_ddl.core.bundle import build_bundle
+from jupyter_ddl.core.strategies import CATALOG
 from jupyter_ddl.models import JobSpec, LogLine
-from jupyter_ddl.server import events, views
-from jupyter_ddl.strategies import CATALOG
+from jupyter_ddl.server import answers as views
+from jupyter_ddl.server import job_stream as events
 from tests.support.fake_backend import steps
 
 from .conftest import get_json

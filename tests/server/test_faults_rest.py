@@ -66,7 +66,7 @@ def _path(pattern: str, job: str) -> str:
 
 
 def _submit(manager, name: str, **fields) -> None:
-    from jupyter_ddl.bundle import build_bundle
+    from jupyter_ddl.core.bundle import build_bundle
     from jupyter_ddl.models import JobSpec
 
     spec = JobSpec(name=name, strategy="tf-multi-worker-mirrored", replicas={"Worker": 2}, **fields)
@@ -167,7 +167,7 @@ async def test_a_secret_env_value_is_in_no_answer(jp_fetch, ddl_app, monkeypatch
 
 
 async def test_log_pages_are_bounded_in_bytes_too(jp_fetch, ddl_app):
-    from jupyter_ddl.bundle import build_bundle
+    from jupyter_ddl.core.bundle import build_bundle
     from jupyter_ddl.models import JobSpec
     from jupyter_ddl.server.handlers import MAX_LOG_BYTES
 

@@ -22,7 +22,7 @@ for step in range({steps}):
 
 
 def _submit(manager, name, steps):
-    from jupyter_ddl.bundle import build_bundle
+    from jupyter_ddl.core.bundle import build_bundle
     from jupyter_ddl.models import JobSpec
 
     spec = JobSpec(

@@ -28,7 +28,7 @@ dist.all_reduce(torch.ones(1))
 
 
 def _submit(manager, name, code, replicas, **fields):
-    from jupyter_ddl.bundle import build_bundle
+    from jupyter_ddl.core.bundle import build_bundle
     from jupyter_ddl.models import JobSpec
 
     spec = JobSpec(name=name, strategy="torch-ddp", replicas=replicas, notebook="train.ipynb",
@@ -37,7 +37,7 @@ def _submit(manager, name, code, replicas, **fields):
 
 
 async def test_logs_metrics_and_detail(jp_fetch, ddl_app):
-    from jupyter_ddl.metrics import METRIC_MARKER
+    from jupyter_ddl.core.metrics import METRIC_MARKER
     from jupyter_ddl.models import RestartPolicy
 
     _submit(ddl_app.manager, "ul-rest", REPORTS, {"Master": 1, "Worker": 0})

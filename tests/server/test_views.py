@@ -6,7 +6,8 @@ import pytest
 
 from jupyter_ddl.errors import ValidationError
 from jupyter_ddl.models import JobSpec, JobState, JobStatus, LogLine, ReplicaState, ReplicaStatus
-from jupyter_ddl.server import sse, views
+from jupyter_ddl.server import answers as views
+from jupyter_ddl.server import sse
 
 
 def _status(state=JobState.RUNNING, **kw):

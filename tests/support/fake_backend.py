@@ -31,11 +31,12 @@ from dataclasses import replace
 from typing import Any
 
 from jupyter_ddl.backends.base import Backend, LogQuery
-from jupyter_ddl.bundle import CELL
 from jupyter_ddl.config import Config
-from jupyter_ddl.contract import replica_ids
+from jupyter_ddl.core.bundle import CELL
+from jupyter_ddl.core.contract import replica_ids
+from jupyter_ddl.core.metrics import METRIC_MARKER, is_metric_line, parse_metric_line
+from jupyter_ddl.core.strategies import CATALOG
 from jupyter_ddl.errors import JobConflict, JobNotFound
-from jupyter_ddl.metrics import METRIC_MARKER, is_metric_line, parse_metric_line
 from jupyter_ddl.models import (
     Capabilities,
     CodeBundle,
@@ -49,7 +50,6 @@ from jupyter_ddl.models import (
     ReplicaState,
     ReplicaStatus,
 )
-from jupyter_ddl.strategies import CATALOG
 
 _REPLICA_END = {
     JobState.SUCCEEDED: ReplicaState.SUCCEEDED,

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from jupyter_ddl.backends.local import LocalBackend
-from jupyter_ddl.bundle import build_bundle
 from jupyter_ddl.config import Config
+from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.models import JobSpec
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,6 +6,6 @@ it inside the functions that talk to the cluster.
 
 from __future__ import annotations
 
-from .backend import KubernetesBackend
+from jupyter_ddl.backends.kubernetes.backend import KubernetesBackend
 
 __all__ = ["KubernetesBackend"]

@@ -16,13 +16,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...config import Config
-from ...errors import JobNotFound, ValidationError
-from ...kinds import KINDS, Kind
-from ...manifests import LABEL_NOTEBOOK, MANAGED_SELECTOR
-from ...manifests.common import label_value
-from ...metrics import is_metric_line
-from ...models import (
+from jupyter_ddl.backends.base import Backend, LogQuery
+from jupyter_ddl.backends.kubernetes import status as S
+from jupyter_ddl.backends.kubernetes.api_errors import from_api_exception
+from jupyter_ddl.backends.kubernetes.connection import SA_DIR, Connection, connect, require_client
+from jupyter_ddl.backends.kubernetes.logs import read_container
+from jupyter_ddl.backends.kubernetes.objects import CustomObjects
+from jupyter_ddl.backends.kubernetes.watch import JobWatcher
+from jupyter_ddl.config import Config
+from jupyter_ddl.core.kinds import KINDS, Kind
+from jupyter_ddl.core.metrics import is_metric_line
+from jupyter_ddl.errors import JobNotFound, ValidationError
+from jupyter_ddl.manifests import LABEL_NOTEBOOK, MANAGED_SELECTOR
+from jupyter_ddl.manifests.common import label_value
+from jupyter_ddl.models import (
     Capabilities,
     CodeBundle,
     JobEvent,
@@ -33,13 +40,6 @@ from ...models import (
     LogLine,
     replica_id,
 )
-from ..base import Backend, LogQuery
-from . import status as S
-from .connection import SA_DIR, Connection, connect, require_client
-from .errors import from_api_exception
-from .logs import read_container
-from .objects import CustomObjects
-from .watch import JobWatcher
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ class KubernetesBackend(Backend):
 
     # -- Backend --------------------------------------------------------------------------
     def submit(self, spec: JobSpec, bundle: CodeBundle) -> JobHandle:
-        from .submit import submit
+        from jupyter_ddl.backends.kubernetes.submit import submit
 
         done = submit(
             self.conn,
@@ -210,7 +210,7 @@ class KubernetesBackend(Backend):
     def _follow_logs(self, ref: Ref, name: str, replica: str | None, offset: int,
                      tail: int | None, stop: threading.Event | None,
                      raw: bool = False) -> Iterator[LogLine]:  # fmt: skip
-        from ...models import EventKind
+        from jupyter_ddl.models import EventKind
 
         floor: dict[str, int] = {}
         if tail is not None:  # where "the last tail lines" begin, per replica, right now
@@ -256,7 +256,7 @@ class KubernetesBackend(Backend):
         return S.submitted_spec(obj)
 
     def capabilities(self) -> Capabilities:
-        from .capabilities import capabilities
+        from jupyter_ddl.backends.kubernetes.capabilities import capabilities
 
         return capabilities(self.conn, self.config)
 

@@ -8,7 +8,7 @@ EOF) from whatever bytes have arrived, and says when the body is complete.
 
 from __future__ import annotations
 
-from ...errors import BodyError
+from jupyter_ddl.errors import BodyError
 
 _MAX_SIZE_LINE = 4096  # a chunk-size line longer than this is not HTTP
 

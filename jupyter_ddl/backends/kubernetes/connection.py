@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from ...config import Config
-from ...errors import BackendUnavailable, ClusterUnauthorized
-from .errors import transport_reason, unreachable
+from jupyter_ddl.backends.kubernetes.api_errors import transport_reason, unreachable
+from jupyter_ddl.config import Config
+from jupyter_ddl.errors import BackendUnavailable, ClusterUnauthorized
 
 SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 

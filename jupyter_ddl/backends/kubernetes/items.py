@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ...errors import DDLError
+from jupyter_ddl.errors import DDLError
 
 Batch = list[tuple[float | None, str]]  # (time, text) of log lines, in order
 

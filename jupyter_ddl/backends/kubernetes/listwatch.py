@@ -20,9 +20,16 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ...errors import WatchError
-from .items import Changed, Item, LostContact, Refused, Synced, one_line
-from .logs import iter_lines
+from jupyter_ddl.backends.kubernetes.items import (
+    Changed,
+    Item,
+    LostContact,
+    Refused,
+    Synced,
+    one_line,
+)
+from jupyter_ddl.backends.kubernetes.logs import iter_lines
+from jupyter_ddl.errors import WatchError
 
 log = logging.getLogger(__name__)
 Put = Callable[[Item], bool]

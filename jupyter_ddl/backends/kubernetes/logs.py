@@ -11,9 +11,9 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from ... import timestamps
-from .connection import Connection
-from .errors import from_api_exception
+from jupyter_ddl._util import timestamps
+from jupyter_ddl.backends.kubernetes.api_errors import from_api_exception
+from jupyter_ddl.backends.kubernetes.connection import Connection
 
 #: the kubelet's answer for a container that has not started; not an error for us
 NOT_STARTED = ("is waiting to start", "ContainerCreating", "PodInitializing")

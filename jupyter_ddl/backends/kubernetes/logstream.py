@@ -9,10 +9,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ...errors import BodyError
-from .chunked import Body
-from .items import Batch
-from .logs import split_timestamp
+from jupyter_ddl.backends.kubernetes.chunked import Body
+from jupyter_ddl.backends.kubernetes.items import Batch
+from jupyter_ddl.backends.kubernetes.logs import split_timestamp
+from jupyter_ddl.errors import BodyError
 
 READ_CAP = 256 * 1024  # bytes read from one stream per wake-up: no stream starves others
 FIRST_DELAY, MAX_DELAY = 0.2, 5.0  # reconnect backoff while a container still runs

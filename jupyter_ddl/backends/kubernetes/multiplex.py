@@ -36,11 +36,17 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ...errors import DDLError
-from .connection import Connection
-from .items import Batch, one_line
-from .logs import NOT_STARTED, read_container, split_timestamp
-from .logstream import FIRST_DELAY, MAX_DELAY, Stream, read_some, take_over
+from jupyter_ddl.backends.kubernetes.connection import Connection
+from jupyter_ddl.backends.kubernetes.items import Batch, one_line
+from jupyter_ddl.backends.kubernetes.logs import NOT_STARTED, read_container, split_timestamp
+from jupyter_ddl.backends.kubernetes.logstream import (
+    FIRST_DELAY,
+    MAX_DELAY,
+    Stream,
+    read_some,
+    take_over,
+)
+from jupyter_ddl.errors import DDLError
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +157,7 @@ class LogMultiplexer:
     def _open_stream(self, s: Stream) -> None:
         from kubernetes.client import ApiException
 
-        from .errors import from_api_exception
+        from jupyter_ddl.backends.kubernetes.api_errors import from_api_exception
 
         kwargs: dict[str, Any] = {"follow": True, "timestamps": True, "_preload_content": False,
                                   "_request_timeout": OPEN_TIMEOUT}  # fmt: skip
@@ -250,7 +256,7 @@ class LogMultiplexer:
         self._finish(s)
 
     def _pump_blocking(self, s: Stream, resp: Any) -> None:
-        from .logs import iter_lines
+        from jupyter_ddl.backends.kubernetes.logs import iter_lines
 
         batch: Batch = []
         try:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ...errors import ValidationError
-from ...models import JobSpec
+from jupyter_ddl.errors import ValidationError
+from jupyter_ddl.models import JobSpec
 
 
 def _matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...kinds import Kind
-from .connection import Connection
-from .errors import from_api_exception
+from jupyter_ddl.backends.kubernetes.api_errors import from_api_exception
+from jupyter_ddl.backends.kubernetes.connection import Connection
+from jupyter_ddl.core.kinds import Kind
 
 STRICT = "Strict"
 

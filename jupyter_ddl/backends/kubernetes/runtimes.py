@@ -18,10 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...config import Config
-from ...errors import ValidationError
-from ...kinds import TRAINJOB
-from ...trainer import (
+from jupyter_ddl.backends.kubernetes.api_errors import from_api_exception
+from jupyter_ddl.backends.kubernetes.connection import Connection
+from jupyter_ddl.config import Config
+from jupyter_ddl.core.kinds import TRAINJOB
+from jupyter_ddl.core.trainer import (
     NEWEST,
     PUBLIC_CONFIGMAP,
     RELEASES,
@@ -31,8 +32,7 @@ from ...trainer import (
     release_named,
     release_of,
 )
-from .connection import Connection
-from .errors import from_api_exception
+from jupyter_ddl.errors import ValidationError
 
 CRD_NAME = f"{TRAINJOB.plural}.{TRAINJOB.group}"
 #: runtimeRef.kind -> its plural; a TrainingRuntime lives in the job's namespace

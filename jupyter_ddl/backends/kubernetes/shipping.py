@@ -14,9 +14,9 @@ import base64
 from collections.abc import Mapping
 from typing import Any
 
-from ...errors import ResourceError, ValidationError
-from ...manifests import LABEL_MANAGED, configmap_key, configmap_name, secret_name
-from ...models import CodeBundle, JobSpec
+from jupyter_ddl.errors import ResourceError, ValidationError
+from jupyter_ddl.manifests import LABEL_MANAGED, configmap_key, configmap_name, secret_name
+from jupyter_ddl.models import CodeBundle, JobSpec
 
 CONFIGMAP_LIMIT = 1024 * 1024
 #: room for metadata and base64 of binary files inside the 1 MiB object

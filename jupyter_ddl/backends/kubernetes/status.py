@@ -13,10 +13,12 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ... import failures, timestamps
-from ...errors import DDLError
-from ...kinds import Kind
-from ...manifests import (
+from jupyter_ddl._util import timestamps
+from jupyter_ddl.backends.kubernetes.reasons import pod_waiting
+from jupyter_ddl.core import failures
+from jupyter_ddl.core.kinds import Kind
+from jupyter_ddl.errors import DDLError
+from jupyter_ddl.manifests import (
     ANNOTATION_CELL,
     ANNOTATION_CODE_DIGEST,
     ANNOTATION_NOTEBOOK,
@@ -24,8 +26,7 @@ from ...manifests import (
     LABEL_STRATEGY,
     PREFIX,
 )
-from ...models import JobSpec, JobState, JobStatus, ReplicaState, ReplicaStatus
-from .reasons import pod_waiting
+from jupyter_ddl.models import JobSpec, JobState, JobStatus, ReplicaState, ReplicaStatus
 
 ANNOTATION_CANCELLED = PREFIX + "cancelled"
 ANNOTATION_WARNINGS = PREFIX + "warnings"

@@ -21,19 +21,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...config import Config
-from ...errors import DDLError, JobConflict, ValidationError
-from ...image.plan import ImagePlan, notebook_container_image, plan_image
-from ...kinds import Kind, TrainJobKind
-from ...manifests import ANNOTATION_SPEC, CODE_DIR, build_manifests, common, podgroup
-from ...models import CodeBundle, JobSpec
-from ...shape import TRAINER_RELEASE_OPTION, TRAINER_RUNTIME_OPTION
-from ...validation import validate
-from . import notebook, preflight, runtimes, shipping
-from .connection import Connection
-from .errors import from_api_exception
-from .objects import STRICT, CustomObjects
-from .status import ANNOTATION_IMAGE, ANNOTATION_WARNINGS
+from jupyter_ddl.backends.kubernetes import notebook, preflight, runtimes, shipping
+from jupyter_ddl.backends.kubernetes.api_errors import from_api_exception
+from jupyter_ddl.backends.kubernetes.connection import Connection
+from jupyter_ddl.backends.kubernetes.objects import STRICT, CustomObjects
+from jupyter_ddl.backends.kubernetes.status import ANNOTATION_IMAGE, ANNOTATION_WARNINGS
+from jupyter_ddl.config import Config
+from jupyter_ddl.core.kinds import Kind, TrainJobKind
+from jupyter_ddl.core.shape import TRAINER_RELEASE_OPTION, TRAINER_RUNTIME_OPTION
+from jupyter_ddl.errors import DDLError, JobConflict, ValidationError
+from jupyter_ddl.image.plan import ImagePlan, notebook_container_image, plan_image
+from jupyter_ddl.manifests import ANNOTATION_SPEC, CODE_DIR, build_manifests, common, podgroup
+from jupyter_ddl.models import CodeBundle, JobSpec
+from jupyter_ddl.validation import validate
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ def _image(cfg: Config, plan: ImagePlan, bundle: CodeBundle) -> tuple[str, bool 
     code from a ConfigMap (``pushed`` None)."""
     if plan.repository is None:
         return plan.base, None
-    from ...image.builder import build_and_push
+    from jupyter_ddl.image.builder import build_and_push
 
     built = build_and_push(bundle, base=plan.base, target_repo=plan.repository, config=cfg)
     return built.pull_ref, built.pushed

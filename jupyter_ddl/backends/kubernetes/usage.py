@@ -6,8 +6,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .connection import Connection
-from .items import Usage
+from jupyter_ddl.backends.kubernetes.connection import Connection
+from jupyter_ddl.backends.kubernetes.items import Usage
 
 _SUFFIX = {
     "n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,

@@ -29,19 +29,27 @@ from collections import deque
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
-from ...kinds import Kind
-from ...metrics import is_metric_line
-from ...models import EventKind, JobEvent, JobState, JobStatus, LogLine, ReplicaStatus, replica_id
-from ...queues import put_until_stopped
-from ..folds import line_events, replica_events
-from . import items as I
-from . import status as S
-from .connection import Connection
-from .listwatch import ListWatch
-from .multiplex import LogMultiplexer, Stream
-from .objects import CustomObjects
-from .reasons import EVENT_REASONS, event_waiting
-from .usage import poll_usage
+from jupyter_ddl._util.queues import put_until_stopped
+from jupyter_ddl.backends.folds import line_events, replica_events
+from jupyter_ddl.backends.kubernetes import items as I
+from jupyter_ddl.backends.kubernetes import status as S
+from jupyter_ddl.backends.kubernetes.connection import Connection
+from jupyter_ddl.backends.kubernetes.listwatch import ListWatch
+from jupyter_ddl.backends.kubernetes.multiplex import LogMultiplexer, Stream
+from jupyter_ddl.backends.kubernetes.objects import CustomObjects
+from jupyter_ddl.backends.kubernetes.reasons import EVENT_REASONS, event_waiting
+from jupyter_ddl.backends.kubernetes.usage import poll_usage
+from jupyter_ddl.core.kinds import Kind
+from jupyter_ddl.core.metrics import is_metric_line
+from jupyter_ddl.models import (
+    EventKind,
+    JobEvent,
+    JobState,
+    JobStatus,
+    LogLine,
+    ReplicaStatus,
+    replica_id,
+)
 
 LAST_LINES = 20
 #: seconds to wait for log streams of replicas still running after the job ended
@@ -297,7 +305,7 @@ class JobWatcher:
 
     def _on_refused(self, item: I.Refused) -> Iterator[JobEvent]:
         if item.of is I.JobChanged:  # without the job there is nothing to follow
-            from .errors import from_api_exception
+            from jupyter_ddl.backends.kubernetes.api_errors import from_api_exception
 
             raise from_api_exception(item.error, action=f"watching {self.kind} {self.name}",
                                      kind=self.kind, name=self.name,

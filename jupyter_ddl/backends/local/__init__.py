@@ -9,14 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .backend import LocalBackend
+    from jupyter_ddl.backends.local.backend import LocalBackend
 
 __all__ = ["LocalBackend"]
 
 
 def __getattr__(name: str) -> Any:
     if name == "LocalBackend":
-        from .backend import LocalBackend
+        from jupyter_ddl.backends.local.backend import LocalBackend
 
         return LocalBackend
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,9 +14,16 @@ import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from ...config import Config, data_dir
-from ...errors import JobConflict, JobNotFound, ValidationError
-from ...models import (
+from jupyter_ddl.backends.base import Backend, LogQuery
+from jupyter_ddl.backends.local import control, gpus, warm
+from jupyter_ddl.backends.local.events import watch_job
+from jupyter_ddl.backends.local.jobdir import JobDir, jobs_root
+from jupyter_ddl.backends.local.logs import iter_logs
+from jupyter_ddl.backends.local.usage import UsageSampler
+from jupyter_ddl.config import Config, data_dir
+from jupyter_ddl.core.strategies import CATALOG
+from jupyter_ddl.errors import JobConflict, JobNotFound, ValidationError
+from jupyter_ddl.models import (
     Capabilities,
     CodeBundle,
     JobEvent,
@@ -27,13 +34,6 @@ from ...models import (
     LogLine,
     ReplicaStatus,
 )
-from ...strategies import CATALOG
-from ..base import Backend, LogQuery
-from . import control, gpus, warm
-from .events import watch_job
-from .jobdir import JobDir, jobs_root
-from .logs import iter_logs
-from .usage import UsageSampler
 
 _READ_ERRORS = (OSError, ValueError, KeyError, TypeError)
 

@@ -22,11 +22,11 @@ from typing import TypeVar
 
 import psutil
 
-from ...errors import ResourceError
-from ...models import JobSpec, JobState, JobStatus, ReplicaState, ReplicaStatus
-from ...shape import JobShape
-from . import ownership
-from .jobdir import FILE_MODE, SUPERVISOR_PATH_ENV, JobDir, write_atomic
+from jupyter_ddl.backends.local import ownership
+from jupyter_ddl.backends.local.jobdir import FILE_MODE, SUPERVISOR_PATH_ENV, JobDir, write_atomic
+from jupyter_ddl.core.shape import JobShape
+from jupyter_ddl.errors import ResourceError
+from jupyter_ddl.models import JobSpec, JobState, JobStatus, ReplicaState, ReplicaStatus
 
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
 START_GRACE = 15.0  # a job dir without a supervisor record is still being created

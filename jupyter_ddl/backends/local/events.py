@@ -8,11 +8,11 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Iterator
 
-from ...models import EventKind, JobEvent, JobState, JobStatus, ReplicaStatus
-from ..folds import line_events, replica_events
-from .jobdir import JobDir
-from .logs import LogEvents, LogFollower, Pacer, count_lines
-from .usage import UsageSampler
+from jupyter_ddl.backends.folds import line_events, replica_events
+from jupyter_ddl.backends.local.jobdir import JobDir
+from jupyter_ddl.backends.local.logs import LogEvents, LogFollower, Pacer, count_lines
+from jupyter_ddl.backends.local.usage import UsageSampler
+from jupyter_ddl.models import EventKind, JobEvent, JobState, JobStatus, ReplicaStatus
 
 RESOURCE_EVERY = 2.0
 STATUS_EVERY = 0.25  # seconds between status reads while watching

@@ -47,8 +47,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any, NoReturn
 
-from . import ownership
-from .launch import Launch
+from jupyter_ddl.backends.local import ownership
+from jupyter_ddl.backends.local.launch import Launch
 
 #: variables read when the interpreter starts or the framework loads (libgomp and
 #: OpenBLAS read their thread settings when loaded): they must be what the warm

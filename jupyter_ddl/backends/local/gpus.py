@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 
-from ...errors import ResourceError
+from jupyter_ddl.errors import ResourceError
 
 
 def detect_gpus() -> list[str]:

@@ -34,9 +34,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ... import timestamps
-from ...atomic import write_atomic
-from ...models import CodeBundle, JobHandle, JobSpec, JobStatus
+from jupyter_ddl._util import timestamps
+from jupyter_ddl._util.atomic import write_atomic
+from jupyter_ddl.models import CodeBundle, JobHandle, JobSpec, JobStatus
 
 _REPLICA_ID = re.compile(r"^[a-z]+-[0-9]+$")  # worker-1: the only shape of a log's name
 

@@ -1,6 +1,6 @@
 """What each local replica runs and with which environment (pure: no I/O).
 
-The environment is the operator's (``jupyter_ddl.contract.replica_env``) with the
+The environment is the operator's (``jupyter_ddl.core.contract.replica_env``) with the
 host names replaced by 127.0.0.1 and free ports, plus what a single shared host
 needs: a disjoint ``CUDA_VISIBLE_DEVICES`` slice, the requirements directory on
 ``PYTHONPATH`` and the strategy name for the runtime shim.
@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ... import contract
-from ...models import JobSpec
+from jupyter_ddl.core import contract
+from jupyter_ddl.models import JobSpec
 
 STRATEGY_ENV = "JUPYTER_DDL_STRATEGY"  # read by runtime/ddl_runtime.py
 DIST_BACKEND_ENV = "JUPYTER_DDL_DIST_BACKEND"

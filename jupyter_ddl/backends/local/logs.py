@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from ...metrics import METRIC_MARKER, is_metric_line
-from ...models import EventKind, JobEvent, LogLine
-from .jobdir import JobDir, parse_log_line, parse_log_lines
+from jupyter_ddl.backends.local.jobdir import JobDir, parse_log_line, parse_log_lines
+from jupyter_ddl.core.metrics import METRIC_MARKER, is_metric_line
+from jupyter_ddl.models import EventKind, JobEvent, LogLine
 
 #: bytes one poll reads from one replica's log (a few thousand typical lines)
 READ_BUDGET = 256 * 1024

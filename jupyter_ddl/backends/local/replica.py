@@ -15,14 +15,14 @@ from pathlib import Path
 
 import psutil
 
-from ...models import ReplicaState, ReplicaStatus, RestartPolicy
-from ...runtime.ddl_runtime_end import CELL_DONE_MARKER
-from . import ownership
-from .forked import ForkedProcess
-from .jobdir import FILE_MODE, format_log_line
-from .launch import Launch
-from .mpi_output import MpiDemux
-from .pump import OutputPump
+from jupyter_ddl.backends.local import ownership
+from jupyter_ddl.backends.local.forked import ForkedProcess
+from jupyter_ddl.backends.local.jobdir import FILE_MODE, format_log_line
+from jupyter_ddl.backends.local.launch import Launch
+from jupyter_ddl.backends.local.mpi_output import MpiDemux
+from jupyter_ddl.backends.local.pump import OutputPump
+from jupyter_ddl.models import ReplicaState, ReplicaStatus, RestartPolicy
+from jupyter_ddl.runtime.ddl_runtime_end import CELL_DONE_MARKER
 
 LAST_LINES = 100  # enough for torchrun's failure summary and a child's traceback
 #: what to do when a launcher program is not there

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
 
-from ...errors import DDLError
+from jupyter_ddl.errors import DDLError
 
 
 def cache_key(requirements: Sequence[str], python: str) -> str:

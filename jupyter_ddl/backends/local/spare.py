@@ -29,9 +29,9 @@ from typing import Any
 
 import psutil
 
-from . import control, ownership, supervisor_main, warm
-from .forked import Fresh
-from .jobdir import FILE_MODE, JobDir, jobs_root
+from jupyter_ddl.backends.local import control, ownership, supervisor_main, warm
+from jupyter_ddl.backends.local.forked import Fresh
+from jupyter_ddl.backends.local.jobdir import FILE_MODE, JobDir, jobs_root
 
 POLL = 1.0  # seconds between looks at the idle time, a stop and the socket file
 

@@ -19,18 +19,19 @@ import threading
 import time
 from functools import partial
 
-from ... import contract, failures
-from ...metrics import is_metric_line, parse_metric_line
-from ...models import JobState, JobStatus, ReplicaState, ReplicaStatus
-from ...strategies import get_strategy
-from . import control, forked, gpus, launch, ownership, policy, ports, requirements
-from .forked import Fresh
-from .jobdir import JobDir
-from .mpi_output import mpirun_tag_space
-from .pump import OutputPump
-from .replica import Replica, mpi_rank_pids
-from .stall import Quiet
-from .tracking import JobProcesses, updated_message
+from jupyter_ddl.backends.local import control, forked, gpus, launch, ownership, ports, requirements
+from jupyter_ddl.backends.local.forked import Fresh
+from jupyter_ddl.backends.local.jobdir import JobDir
+from jupyter_ddl.backends.local.mpi_output import mpirun_tag_space
+from jupyter_ddl.backends.local.pump import OutputPump
+from jupyter_ddl.backends.local.replica import Replica, mpi_rank_pids
+from jupyter_ddl.backends.local.stall import Quiet
+from jupyter_ddl.backends.local.tracking import JobProcesses, updated_message
+from jupyter_ddl.core import contract, failures
+from jupyter_ddl.core import restarts as policy
+from jupyter_ddl.core.metrics import is_metric_line, parse_metric_line
+from jupyter_ddl.core.strategies import get_strategy
+from jupyter_ddl.models import JobState, JobStatus, ReplicaState, ReplicaStatus
 
 TICK = 0.1  # polling period where process exits cannot be heard (no pidfd)
 IDLE = 0.5  # the loop's longest sleep when exits wake it: cancel file, MPI ranks

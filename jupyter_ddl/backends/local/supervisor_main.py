@@ -16,12 +16,12 @@ from pathlib import Path
 
 import psutil
 
-from ...errors import DDLError
-from ...models import JobState
-from . import ownership, ports
-from .forked import Fresh
-from .jobdir import JobDir, write_json
-from .supervisor import Supervisor
+from jupyter_ddl.backends.local import ownership, ports
+from jupyter_ddl.backends.local.forked import Fresh
+from jupyter_ddl.backends.local.jobdir import JobDir, write_json
+from jupyter_ddl.backends.local.supervisor import Supervisor
+from jupyter_ddl.errors import DDLError
+from jupyter_ddl.models import JobState
 
 
 def handle_signals() -> tuple[threading.Event, list[threading.Event]]:

@@ -14,10 +14,10 @@ from collections.abc import Iterable
 
 import psutil
 
-from . import ownership
-from .jobdir import JobDir
-from .stall import PREFIX as STALL_PREFIX
-from .stall import CpuActivity, Quiet, stall_message
+from jupyter_ddl.backends.local import ownership
+from jupyter_ddl.backends.local.jobdir import JobDir
+from jupyter_ddl.backends.local.stall import PREFIX as STALL_PREFIX
+from jupyter_ddl.backends.local.stall import CpuActivity, Quiet, stall_message
 
 #: seconds between SIGTERM and SIGKILL when the job's processes are stopped
 STOP_GRACE = 2.0

@@ -8,8 +8,8 @@ import time
 
 import psutil
 
-from ... import gpu_usage
-from ...models import ReplicaStatus
+from jupyter_ddl.backends.local import gpu_usage
+from jupyter_ddl.models import ReplicaStatus
 
 #: seconds a GPU reading is reused: nvidia-smi takes a while, and GPUs change slowly
 GPU_EVERY = 2.0

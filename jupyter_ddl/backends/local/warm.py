@@ -38,11 +38,11 @@ from typing import Any
 
 import psutil
 
-from ...models import JobSpec
-from ...strategies import get_strategy
-from . import control, ownership
-from .jobdir import DIR_MODE, JobDir, read_json, write_json
-from .launch import inherited_env
+from jupyter_ddl.backends.local import control, ownership
+from jupyter_ddl.backends.local.jobdir import DIR_MODE, JobDir, read_json, write_json
+from jupyter_ddl.backends.local.launch import inherited_env
+from jupyter_ddl.core.strategies import get_strategy
+from jupyter_ddl.models import JobSpec
 
 #: marks a spare: its warm directory, in its environment
 SPARE_ENV = "JUPYTER_DDL_WARM_DIR"

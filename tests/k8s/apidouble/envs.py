@@ -4,7 +4,7 @@ tensorflow/tensorflow.go`` and ``pytorch/envvar.go``, mpi-operator v0.8
 ``pkg/controller/mpi_job_controller.go``, Trainer v2.3 ``pkg/runtime/framework/plugins/
 torch/torch.go`` and ``mpi/mpi.go``; summarised in operator-contract.md §2, §3.3, §4.3).
 
-Deliberately independent of the product: a mistake in ``jupyter_ddl.contract`` must
+Deliberately independent of the product: a mistake in ``jupyter_ddl.core.contract`` must
 show up as a disagreement here. The only liberty taken is where replicas live: every
 "pod" is a process on this machine, so ``addr(rtype, index)`` answers 127.0.0.1 and a
 port of its own instead of the Service DNS name and the default port (§7).

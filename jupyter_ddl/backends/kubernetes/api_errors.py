@@ -1,0 +1,232 @@
+"""Kubernetes API errors -> our one-line errors (cause + next step).
+
+The API server's Status body carries what the user needs: the verb and resource an
+RBAC 403 refused, the field causes of a 422, the unknown field of a strict 400. Not
+every 403 is RBAC: an admission webhook (``admission webhook "x" denied the request:
+…``), a quota (``exceeded quota: …``) or PodSecurity answer 403 too, and their words
+are shown as they are. A 404 on a job kind's URL means its CRD is not served, so the
+message names the operator to install. A 401 means the credentials expired. Transport
+failures (urllib3: refused, timeout, TLS, proxy) become one line naming the server and
+the cause instead of urllib3's retry chain. Pure: takes status code and body, or the
+exception object.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from jupyter_ddl.core.kinds import Kind
+from jupyter_ddl.errors import (
+    BackendUnavailable,
+    ClusterError,
+    ClusterUnauthorized,
+    ClusterUnreachable,
+    DDLError,
+    JobConflict,
+    JobNotFound,
+    PermissionDenied,
+    ResourceError,
+    ValidationError,
+)
+
+# an RBAC refusal, as the API server's authorizer words it
+_FORBIDDEN = re.compile(r'cannot (\w+) resource "([^"]+)"(?: subresource "([^"]+)")?')
+_UNKNOWN_FIELD = re.compile(r'unknown field "([^"]+)"')
+
+
+def parse_body(body: Any) -> dict[str, Any]:
+    """The Status object of an error response, or {} when the body is not one."""
+    if isinstance(body, bytes):
+        body = body.decode(errors="replace")
+    if isinstance(body, str):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            return {}
+    return body if isinstance(body, dict) else {}
+
+
+def crd_missing(kind: Kind) -> BackendUnavailable:
+    return BackendUnavailable(
+        f"the cluster does not serve {kind} ({kind.api_version}): its CRD is not installed",
+        hint=f"install {kind.operator}, or pick another strategy",
+    )
+
+
+def one_line(text: str) -> str:
+    """A server's message on one line (webhooks may answer with several)."""
+    return " ".join(text.split())
+
+
+def unknown_fields(message: str) -> list[str]:
+    """The fields a strict decode refused (``strict decoding error: unknown field "x"``)."""
+    return _UNKNOWN_FIELD.findall(message)
+
+
+def forbidden_message(status: dict[str, Any], verb: str | None, resource: str | None) -> str:
+    """``cannot list pods/log in namespace team-a`` from a 403 Status (or our guess)."""
+    m = _FORBIDDEN.search(status.get("message") or "")
+    if m:
+        verb, resource = m[1], m[2] + (f"/{m[3]}" if m[3] else "")
+    return f"{verb or 'access'} {resource or (status.get('details') or {}).get('kind', 'resource')}"
+
+
+def map_api_error(
+    code: int,
+    body: Any,
+    *,
+    action: str,
+    kind: Kind | None = None,
+    name: str | None = None,
+    verb: str | None = None,
+    resource: str | None = None,
+    namespace: str | None = None,
+    written_for: str | None = None,
+) -> DDLError:
+    """The DDLError for one failed API call; ``action`` says what we were doing.
+    ``written_for`` names what an object was written for (``Trainer v2.3.0, from the
+    cluster's ConfigMap``), which a strict decode's unknown field contradicts."""
+    status = parse_body(body)
+    message = one_line(
+        status.get("message")
+        or (body.decode() if isinstance(body, bytes) else str(body or "")).strip()
+    )
+    if code == 401:
+        return ClusterUnauthorized(
+            f"kubernetes: {action}: the cluster refused the credentials (401 Unauthorized)",
+            hint="the token may have expired: log in to the cluster again",
+        )
+    if code == 403:
+        return forbidden(status, message, action, verb, resource, namespace)
+    if code == 404:
+        if kind and (not status or status.get("reason") != "NotFound"):
+            return crd_missing(kind)
+        return JobNotFound(
+            f"{action}: {name or 'object'} not found", hint="`%ddl list` shows the jobs"
+        )
+    if code == 409:
+        return JobConflict(
+            f"{action}: a job named {name!r} exists already" if name else f"{action}: {message}",
+            hint="choose another name, or `%ddl delete` the old job",
+        )
+    if code == 410:
+        return ClusterError(
+            f"{action}: the watch expired ({message})", hint="retry; the job is re-listed"
+        )
+    if code == 422:
+        causes = (status.get("details") or {}).get("causes") or []
+        fields = [f"{c.get('field', '?')}: {c.get('message', '')}" for c in causes] or [message]
+        return ValidationError(
+            [
+                f"{action}: the cluster refused {kind or 'the object'} {name or ''}".rstrip()
+                + ": "
+                + "; ".join(fields)
+            ]
+        )
+    if code == 400 and unknown_fields(message):
+        what = f"{kind} " if kind else ""
+        unknown = ", ".join(unknown_fields(message))
+        return ValidationError(
+            f"{action}: the cluster's {what}CRD has no field {unknown}"
+            + (f" (the object was written for {written_for})" if written_for else "")
+            + (f"; {kind.mismatch_hint}" if kind else "")
+        )
+    if code == 400 and "exceeded quota" in message:
+        return ResourceError(
+            f"{action}: {message}", hint="ask for fewer resources or a larger quota"
+        )
+    if code in (0, 500, 502, 503, 504):
+        return BackendUnavailable(
+            f"{action}: the Kubernetes API is unavailable ({message or code})",
+            hint="check the cluster connection and retry",
+        )
+    return ClusterError(f"{action}: the Kubernetes API answered {code}: {message}")
+
+
+def forbidden(
+    status: dict[str, Any],
+    message: str,
+    action: str,
+    verb: str | None,
+    resource: str | None,
+    namespace: str | None,
+) -> DDLError:
+    """A 403: an RBAC refusal names the verb and resource and asks for a Role; an
+    admission webhook, a quota or PodSecurity is shown in its own words (their 403 is
+    no missing permission, and no Role would help)."""
+    rbac = _FORBIDDEN.search(message) or not message
+    if not rbac:
+        if "exceeded quota" in message:
+            return ResourceError(
+                f"{action}: {message}", hint="ask for fewer resources or a larger quota"
+            )
+        return PermissionDenied(
+            f"{action}: {message}",
+            hint="the cluster's admission policy refused it: change the job as it asks, "
+            "or ask the cluster's admins about the policy",
+        )
+    what = forbidden_message(status, verb, resource)
+    where = f" in namespace {namespace}" if namespace else ""
+    return PermissionDenied(
+        f"{action}: the service account may not {what}{where}",
+        hint=f"ask an admin to grant '{what.split(' ')[0]}' on '{what.split(' ', 1)[-1]}' (a Role/RoleBinding)",
+    )
+
+
+def _reason_chain(exc: BaseException) -> list[BaseException]:
+    """``exc``, then what it wraps: urllib3's ``reason``, ``__cause__``, ``__context__``."""
+    chain: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and cur not in chain and len(chain) < 8:
+        chain.append(cur)
+        reason = getattr(cur, "reason", None)
+        cur = reason if isinstance(reason, BaseException) else (cur.__cause__ or cur.__context__)
+    return chain
+
+
+def _first_line(text: str, limit: int = 160) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def transport_reason(exc: BaseException, *, connect_s: float, read_s: float | None) -> str:
+    """Why a request never got an answer, in a few words: ``connection refused``,
+    ``no connection within 3 s``, ``TLS failed: certificate verify failed…``."""
+    names = [type(e).__name__ for e in _reason_chain(exc)]
+    texts = " | ".join(str(e) for e in _reason_chain(exc))
+    if "ConnectTimeoutError" in names or "ConnectTimeout" in names:
+        return f"no connection within {connect_s:g} s"
+    if "ReadTimeoutError" in names or "TimeoutError" in names or "timeout" in names:
+        after = f"{read_s:g} s" if read_s else "the read timeout"
+        return f"no answer within {after}"
+    if "ProxyError" in names:
+        return f"the proxy failed ({_first_line(str(_reason_chain(exc)[-1]))})"
+    if "SSLError" in names or "SSLCertVerificationError" in names:
+        chain = _reason_chain(exc)
+        verify = next((e for e in chain if type(e).__name__ == "SSLCertVerificationError"), None)
+        why = getattr(verify, "verify_message", None)
+        if why:
+            return f"TLS failed (certificate verify failed: {why})"
+        return f"TLS failed ({_first_line(str(chain[-1]))})"
+    if "ConnectionRefusedError" in names or "Connection refused" in texts:
+        return "connection refused"
+    if "NameResolutionError" in names or "gaierror" in names or "Name or service" in texts:
+        return "unknown host name"
+    if "ConnectionResetError" in names or "RemoteDisconnected" in names:
+        return "the connection was closed by the other side"
+    return _first_line(f"{type(_reason_chain(exc)[-1]).__name__}: {_reason_chain(exc)[-1]}")
+
+
+def unreachable(host: str, reason: str) -> ClusterUnreachable:
+    return ClusterUnreachable(
+        f"kubernetes: not reachable at {host}: {reason}",
+        hint="check the cluster address, VPN or proxy",
+    )
+
+
+def from_api_exception(exc: Any, **context: Any) -> DDLError:
+    """Wrap a ``kubernetes.client.ApiException`` (or urllib3 error) as a DDLError."""
+    code = int(getattr(exc, "status", 0) or 0)
+    return map_api_error(code, getattr(exc, "body", None) or str(exc), **context)

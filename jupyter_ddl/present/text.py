@@ -1,0 +1,249 @@
+"""Plain-text and HTML pieces of a DashboardState (pure): header, root cause, replica
+table, log lines.
+
+Used by the live widget view, the live view without widgets, the saved record
+(``record.py``) and ``%ddl status``/``%ddl wait``, so every surface shows the same
+columns. HTML uses inline styles with JupyterLab's theme variables and plain
+fallbacks, and no scripts: exported or reopened notebooks (nbviewer, GitHub) show it.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from jupyter_ddl.core.failures import Diagnosis
+from jupyter_ddl.present.chart import svg_charts
+from jupyter_ddl.present.state import DashboardState, format_elapsed, format_resources
+
+_STATE_COLORS = {
+    "Succeeded": "#2ca02c",
+    "Failed": "#d62728",
+    "Cancelled": "#7f7f7f",
+    "Running": "#1f77b4",
+    "Restarting": "#ff7f0e",
+}
+FG = "color:var(--jp-ui-font-color1,inherit)"
+MUTED = "color:var(--jp-ui-font-color2,#777)"
+RED = "#d62728"
+
+
+def restarts_text(st: DashboardState) -> str:
+    """``restarts 2 of 3``: every replica's restarts against the one backoff limit."""
+    if st.backoff_limit is None:
+        return f"restarts {st.restarts}" if st.restarts else ""
+    return f"restarts {st.restarts} of {st.backoff_limit} (backoff limit)"
+
+
+def source_text(st: DashboardState) -> str:
+    """``train.ipynb · cell 3f2a9c1d``: where the job came from, when known."""
+    parts = [st.notebook.rsplit("/", 1)[-1] if st.notebook else "", ""]
+    if st.cell_id:
+        parts[1] = f"cell {st.cell_id[:8]}"
+    return " · ".join(p for p in parts if p)
+
+
+def image_text(st: DashboardState) -> str:
+    """``image r.io/t/ddl-nb@sha256:… (already in the registry)``, when known."""
+    if not st.image:
+        return ""
+    how = {True: " (pushed)", False: " (already in the registry, nothing uploaded)", None: ""}
+    return f"image {st.image}{how[st.image_pushed]}"
+
+
+def notes(st: DashboardState) -> list[str]:
+    """What follows the header's fields: the message, submit warnings not already in
+    it, the watch's error."""
+    message = job_message(st)
+    warned = [f"warning: {w}" for w in st.warnings if w not in (message or "")]
+    return [t for t in (message, *warned, st.error) if t]
+
+
+def job_message(st: DashboardState) -> str | None:
+    """The job's message without the root-cause line it leads with (shown apart)."""
+    msg = st.message
+    if msg and " failed first: " in msg and diagnosis_of(st) is not None:
+        rest = msg.rsplit(" — ", 1)
+        return rest[1] if len(rest) == 2 else None
+    return msg
+
+
+def header_text(st: DashboardState, now: float | None = None) -> str:
+    parts = [st.name, st.strategy or "?", st.backend or "?", st.state]
+    parts += [format_elapsed(st.elapsed(now)), restarts_text(st), source_text(st), image_text(st)]
+    line = " · ".join(p for p in parts if p) + "".join(f" — {t}" for t in notes(st))
+    if st.detached:
+        line += f" — detached (`%ddl attach {st.name}` follows it again)"
+    return line
+
+
+def header_html(st: DashboardState, now: float | None = None) -> str:
+    color = _STATE_COLORS.get(st.state, "#333")
+    extra = "".join(f" <span>— {escape(t)}</span>" for t in notes(st))
+    if st.detached:
+        extra += f" <span>— detached (<code>%ddl attach {escape(st.name)}</code> follows it again)</span>"
+    more = "".join(
+        f" · <span style='{MUTED}'>{escape(t)}</span>"
+        for t in (restarts_text(st), source_text(st), image_text(st))
+        if t
+    )
+    return (
+        f"<b>{escape(st.name)}</b> · {escape(st.strategy or '?')} · {escape(st.backend or '?')} · "
+        f'<b class="ddl-state" data-state="{escape(st.state)}" style="color:{color}">'
+        f"{escape(st.state)}</b> · {format_elapsed(st.elapsed(now))}{more}{extra}"
+    )
+
+
+# -- the root cause ------------------------------------------------------------------------
+def diagnosis_of(st: DashboardState) -> Diagnosis | None:
+    """The diagnosis worth showing: a failed job, or replicas that failed and restart."""
+    found = st.diagnosis()
+    return found if found.root is not None else None
+
+
+def root_cause_text(found: Diagnosis | None) -> str:
+    if found is None or found.root is None:
+        return ""
+    root = found.root
+    out = [f"root cause: {root.label} failed first: {root.summary}"]
+    out += [f"  {t}" for t in root.tail]
+    out += [f"then: {c.label} — {c.symptom or c.summary}" for c in found.consequences]
+    return "\n".join(out)
+
+
+def root_cause_html(found: Diagnosis | None) -> str:
+    if found is None or found.root is None:
+        return ""
+    root = found.root
+    tail = "\n".join(escape(t) for t in root.tail)
+    then = "".join(
+        f"<li><b>{escape(c.label)}</b>: {escape(c.symptom or c.summary)}"
+        + (" <i>(a consequence)</i>" if c.symptom else "")
+        + "</li>"
+        for c in found.consequences
+    )
+    return (
+        f"<div class='ddl-rootcause' data-replica='{escape(root.replica)}' "
+        f"style='border-left:3px solid {RED};padding:2px 8px;margin:4px 0'>"
+        f"<div><b style='color:{RED}'>Root cause</b>: <b>{escape(root.label)}</b> failed first"
+        f" — {escape(root.summary)}</div>"
+        + (f"<pre style='font-size:12px;margin:2px 0;white-space:pre-wrap'>{tail}</pre>" if tail else "")
+        + (f"<div style='{MUTED}'>Then, as consequences:</div><ul style='margin:0'>{then}</ul>" if then else "")
+        + "</div>"
+    )  # fmt: skip
+
+
+# -- the replica table ----------------------------------------------------------------------
+COLUMNS = ["replica", "state", "restarts", "exit", "latest metric", "resources", "message"]
+
+
+def rows(st: DashboardState) -> list[list[str]]:
+    out = []
+    for rid, v in st.replicas.items():
+        exit_ = "" if v.exit_code is None else str(v.exit_code)
+        if v.signal is not None:
+            exit_ = f"signal {v.signal}"
+        out.append(
+            [
+                v.label, v.state, str(v.restarts), exit_, st.latest_metric(rid),
+                format_resources(v.resources), v.message or "",
+            ]
+        )  # fmt: skip
+    return out
+
+
+def table_text(st: DashboardState) -> str:
+    table = [COLUMNS, *rows(st)]
+    widths = [max(len(r[i]) for r in table) for i in range(len(COLUMNS))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table
+    )
+
+
+def table_html(st: DashboardState) -> str:
+    head = "".join(f"<th style='text-align:left;padding:1px 8px 1px 0'>{c}</th>" for c in COLUMNS)
+    body = []
+    for (rid, v), row in zip(st.replicas.items(), rows(st), strict=True):
+        cells = [f"<td style='color:{v.color};padding-right:8px'><b>{escape(row[0])}</b></td>"]
+        cells += [f"<td style='padding-right:8px'>{escape(c)}</td>" for c in row[1:]]
+        body.append(f"<tr data-replica='{escape(rid)}'>" + "".join(cells) + "</tr>")
+    return (
+        f"<table class='ddl-replicas' style='border-collapse:collapse;{FG}'>"
+        f"<tr>{head}</tr>{''.join(body)}</table>"
+    )
+
+
+# -- log lines ------------------------------------------------------------------------------
+def log_text(lines: list[tuple[str, str]]) -> str:
+    return "\n".join(f"[{rid}] {text}" for rid, text in lines)
+
+
+def log_html(
+    lines: list[tuple[str, str]], colors: dict[str, str], prefix: bool = True, box: bool = True
+) -> str:
+    out = []
+    for rid, text in lines:
+        tag = (
+            f"<span style='color:{colors.get(rid, '#333')}'>[{escape(rid)}]</span> "
+            if prefix
+            else ""
+        )
+        out.append(tag + escape(text))
+    pre = (
+        "<pre style='font-size:12px;margin:0;flex:none;overflow:visible'>"
+        + "\n".join(out)
+        + "</pre>"
+    )
+    if not box:
+        return pre
+    # column-reverse keeps the box scrolled to the newest line as lines arrive
+    return (
+        "<div style='max-height:24em;overflow:auto;display:flex;flex-direction:column-reverse'>"
+        + pre
+        + "</div>"
+    )
+
+
+def replica_log_html(st: DashboardState, rid: str, limit: int | None = None) -> str:
+    """One replica's kept lines; a cancel's teardown apart and labelled as such."""
+    v = st.replicas[rid]
+    numbered = v.numbered()[-limit:] if limit else v.numbered()
+    own = [(rid, t) for n, t in numbered if v.teardown_from is None or n < v.teardown_from]
+    after = [(rid, t) for n, t in numbered if v.teardown_from is not None and n >= v.teardown_from]
+    html = log_html(own, st.colors(), prefix=False)
+    if after:
+        html += (
+            f"<details class='ddl-teardown'><summary style='{MUTED}'>teardown after the "
+            f"cancel ({len(after)} lines: peers losing each other while being stopped, "
+            f"not a failure)</summary><div style='opacity:0.6'>"
+            f"{log_html(after, st.colors(), prefix=False)}</div></details>"
+        )
+    return html
+
+
+def replica_log_text(st: DashboardState, rid: str, limit: int | None = None) -> str:
+    v = st.replicas[rid]
+    numbered = v.numbered()[-limit:] if limit else v.numbered()
+    out = []
+    for n, text in numbered:
+        torn = v.teardown_from is not None and n >= v.teardown_from
+        out.append(f"[{rid}] {'(teardown) ' if torn else ''}{text}")
+    return "\n".join(out)
+
+
+def live_bundle(st: DashboardState, now: float | None = None) -> dict[str, Any]:
+    """The live view without widgets: header, root cause, replica table, merged log
+    tail, charts."""
+    found = diagnosis_of(st)
+    merged = list(st.merged)
+    text = "\n".join(
+        t
+        for t in (header_text(st, now), root_cause_text(found), table_text(st), log_text(merged))
+        if t
+    )
+    chart = svg_charts(st.charts(), st.colors(), st.labels())
+    html = (
+        f"<div>{header_html(st, now)}</div>{root_cause_html(found)}{table_html(st)}"
+        f"{log_html(merged, st.colors())}{chart}"
+    )
+    return {"text/plain": text, "text/html": html}

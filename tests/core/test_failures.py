@@ -1,0 +1,189 @@
+"""The root-cause classifier over the log tails of real failing jobs.
+
+tests/data/failures/*.json were collected from real runs on the local backend by
+tests/data/failures/collect.py (gloo peers losing a crashed rank, a SIGKILLed rank, a
+rank that exits without a traceback, torchrun wrapping its child's error, MultiWorker-
+Mirrored, an MPI rank, a cancel's teardown). NCCL cannot run here: its cases use the
+messages ProcessGroupNCCL and NCCL print (torch/csrc/distributed/c10d), in the layout
+torch's logging gives them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from jupyter_ddl.core import failures
+from jupyter_ddl.core.failures import ReplicaOutcome, diagnose
+from jupyter_ddl.models import EventKind, JobEvent, LogLine
+from jupyter_ddl.present.state import DashboardState
+
+DATA = Path(__file__).parents[1] / "data" / "failures"
+
+
+def outcomes(case: str, *, status_tail: bool = False) -> list[ReplicaOutcome]:
+    data = json.loads((DATA / f"{case}.json").read_text())
+    out = []
+    for i, r in enumerate(data["replicas"]):
+        lines = r["lines"]
+        if status_tail:  # what a replica's status carries (the local supervisor's choice)
+            lines = failures.status_tail(r["id"], lines, r["state"] != "Succeeded")
+        out.append(
+            ReplicaOutcome(
+                id=r["id"], state=r["state"], rank=r["rank"], ended=r["ended"], lines=lines,
+                exit_code=r["exit_code"], signal=r["signal"], message=r["message"], order=i,
+            )
+        )  # fmt: skip
+    return out
+
+
+# case: (root replica, its rank, text in its summary, {consequence: symptom})
+CASES = {
+    "gloo-closed": ("worker-1", 2, "ValueError: boom", {}),
+    "gloo-restarts": ("worker-0", 1, "ValueError: boom", {}),
+    "gloo-killed": ("worker-0", 1, "signal 9", {"master-0": "Connection closed by peer"}),
+    "exit-no-traceback": ("worker-1", 2, "exit code 3", {"worker-0": "Connection closed by peer"}),
+    "torchrun-child": (
+        "worker-0",
+        1,
+        "ValueError: boom",
+        {"master-0": "Connection closed by peer"},
+    ),
+    "tf-multi-worker": ("worker-1", 1, "ValueError: boom in the input pipeline", {}),
+    "mpi-rank": ("worker-1", 1, "ValueError: boom", {"launcher-0": "a rank called MPI_ABORT"}),
+}
+
+
+@pytest.mark.parametrize("status_tail", [False, True], ids=["dashboard-lines", "status-lines"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_root_cause_of_real_failures(case, status_tail):
+    replica, rank, summary, symptoms = CASES[case]
+    found = diagnose(outcomes(case, status_tail=status_tail))
+    assert found.root is not None
+    assert (found.root.replica, found.root.rank) == (replica, rank), found.line
+    assert summary in found.root.summary and found.root.symptom is None
+    got = {c.replica: c.symptom for c in found.consequences}
+    for rid, symptom in symptoms.items():
+        assert got.get(rid) == symptom, found.line
+    assert found.line.startswith(f"{replica} · rank {rank} failed first: ")
+
+
+def test_the_root_cause_tail_is_its_own_traceback_without_our_notes():
+    found = diagnose(outcomes("gloo-restarts"))
+    assert found.root is not None
+    tail = found.root.tail
+    assert tail[0] == "Traceback (most recent call last):" and tail[-1] == "ValueError: boom"
+    assert not any("ended with" in t or "restart" in t for t in tail)
+
+
+def test_torchrun_gives_way_to_the_child_that_raised():
+    """torchrun prints its own ChildFailedError traceback last; the child's own one,
+    printed before it, is the cause (its peer's gloo error on the same node is not)."""
+    root = diagnose(outcomes("torchrun-child")).root
+    assert root is not None and root.exception == "ValueError: boom"
+    assert not any("ChildFailedError" in t for t in root.tail)
+
+
+def test_a_cancel_is_no_failure_and_its_teardown_is_marked():
+    replicas = outcomes("cancel-teardown")
+    assert diagnose(replicas).root is None
+    noisy = [r for r in replicas if any("Connection" in t for t in r.lines)]
+    assert noisy, "the collected cancel shows peers' errors after the marker"
+    for r in noisy:
+        start = failures.teardown_start(r.lines)
+        assert start is not None and all("Traceback" not in t for t in r.lines[:start])
+        assert failures.own_lines(r.id, r.lines) == list(r.lines[: start - 1])
+    # the same lines through the dashboard's state: the teardown is labelled as such
+    st = DashboardState("cancel-teardown")
+    for r in replicas:
+        for n, text in enumerate(r.lines):
+            stream = "ddl" if text.startswith(failures.CANCEL_MARKER) else "stderr"
+            line = LogLine(r.id, n, text, stream=stream)
+            st.apply(JobEvent(EventKind.LOG, "cancel-teardown", replica=r.id, log=line))
+    from jupyter_ddl.present.text import replica_log_html, replica_log_text
+
+    v = st.replicas[noisy[0].id]
+    assert v.teardown_from is not None
+    text = replica_log_text(st, v.id)
+    assert "(teardown) RuntimeError" in text and "(teardown) jupyter-ddl: cancel" not in text
+    html = replica_log_html(st, v.id)
+    assert "ddl-teardown" in html and html.index("teardown after the cancel") < html.index(
+        "Connection"
+    )
+
+
+# -- NCCL: messages from torch's ProcessGroupNCCL and NCCL's error strings ------------------
+def _nccl_peer(rank: int) -> list[str]:
+    stamp = f"[rank{rank}]:[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:"
+    return [
+        f"{stamp}629] [Rank {rank}] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=600000) "
+        "ran for 600081 milliseconds before timing out.",
+        f"{stamp}681] [Rank {rank}] Some NCCL operations have failed or timed out. Due to the "
+        "asynchronous nature of CUDA kernels, subsequent GPU operations might run on "
+        "corrupted/incomplete data.",
+        f"{stamp}695] [Rank {rank}] To avoid data inconsistency, we are taking the entire process down.",
+        "terminate called after throwing an instance of 'c10::DistBackendError'",
+    ]
+
+
+def test_nccl_watchdog_peers_are_consequences_of_the_rank_that_ran_out_of_memory():
+    oom = [
+        "Traceback (most recent call last):",
+        '  File "/opt/jupyter-ddl/code/cell.py", line 12, in <module>',
+        "    out = model(batch)",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+        "total capacity of 79.10 GiB of which 1.20 GiB is free.",
+    ]
+    replicas = [
+        ReplicaOutcome("master-0", "Failed", 0, 1000.0, _nccl_peer(0), signal=6, order=0),
+        ReplicaOutcome("worker-0", "Failed", 1, 1001.0, oom, exit_code=1, order=1),
+        ReplicaOutcome("worker-1", "Failed", 2, 999.0, _nccl_peer(2), signal=6, order=2),
+    ]
+    found = diagnose(replicas)
+    assert found.root is not None and found.root.replica == "worker-0"
+    assert found.root.summary.startswith("torch.OutOfMemoryError: CUDA out of memory")
+    assert [c.replica for c in found.consequences] == ["worker-1", "master-0"]  # by time
+    assert {c.symptom for c in found.consequences} == {"NCCL watchdog timeout"}
+
+
+@pytest.mark.parametrize(
+    "line, symptom",
+    [
+        ("torch.distributed.DistBackendError: NCCL communicator was aborted on rank 3. "
+         "Original reason for failure was: ...", "NCCL communicator was aborted"),
+        ("RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote process exited or "
+         "there was a network error, NCCL version 2.21.5", "NCCL remote error"),
+        ("ncclRemoteError: A call failed possibly due to a network error or a remote process "
+         "exiting prematurely.", "NCCL remote error"),
+        ("terminate called without an active exception", "terminate called"),
+        ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by "
+         "peer [10.0.0.7]:51234", "Connection closed by peer"),
+        ("tensorflow.python.framework.errors_impl.UnavailableError: Collective ops is aborted "
+         "by: Socket closed", "TensorFlow collective aborted"),
+    ],
+)  # fmt: skip
+def test_peer_failure_symptoms(line, symptom):
+    assert failures.symptom([line]) == symptom
+
+
+def test_when_every_failure_reads_as_a_peers_the_first_to_fail_leads():
+    replicas = [
+        ReplicaOutcome("master-0", "Failed", 0, 12.0, _nccl_peer(0), signal=6, order=0),
+        ReplicaOutcome("worker-0", "Failed", 1, 11.0, _nccl_peer(1), signal=6, order=1),
+    ]
+    found = diagnose(replicas)
+    assert found.root is not None and found.root.replica == "worker-0"
+    assert found.to_dict() == {
+        "replica": "worker-0", "rank": 1, "summary": found.root.summary,
+        "tail": found.root.tail, "consequences": [
+            {"replica": "master-0", "rank": 0, "symptom": "NCCL watchdog timeout"}
+        ],
+    }  # fmt: skip
+
+
+def test_nothing_failed_nothing_to_say():
+    ok = [ReplicaOutcome("master-0", "Succeeded", 0, 1.0, ["done"], exit_code=0)]
+    assert diagnose(ok).root is None and diagnose(ok).line == "" and diagnose(ok).to_dict() is None
