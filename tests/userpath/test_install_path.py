@@ -29,9 +29,28 @@ def _requirements(table_line: str) -> list[str]:
 
 def test_the_scripts_torch_is_the_torch_extra_pin():
     lib = (ROOT / "scripts" / "lib.sh").read_text()
-    linux, mac = re.findall(r'echo "(torch==[^"]+)"', lib)
+    (version,) = re.findall(r"^TORCH_VERSION=(\S+)$", lib, re.M)
     (extra,) = [r for r in _requirements("torch = [") if r.startswith("torch")]
-    assert mac == extra and linux == extra + "+cpu"  # CPU build on Linux, never CUDA
+    assert extra == f"torch=={version}"
+    # the CPU build is asked for first on Linux; the fallback is the same exact version
+    assert '"torch==$TORCH_VERSION+cpu"' in lib and '"torch==$TORCH_VERSION" numpy' in lib
+
+
+def test_setup_falls_back_to_pypis_torch_when_the_cpu_wheel_is_not_to_be_had(tmp_path):
+    """install_torch asks for +cpu, then the exact plain version, with the pip it is given."""
+    calls, pip = tmp_path / "calls", tmp_path / "pip"
+    # a pip that knows no +cpu build, as PyPI alone does not
+    pip.write_text(f'#!/bin/sh\necho "$*" >> {calls}\ncase "$*" in *+cpu*) exit 1;; esac\n')
+    pip.chmod(0o755)
+    script = f"PY=false; source {ROOT}/scripts/lib.sh; install_torch {pip}"
+    r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    asked = calls.read_text().splitlines()
+    if sys.platform.startswith("linux"):
+        assert asked == ["torch==2.13.0+cpu numpy", "torch==2.13.0 numpy"]
+        assert "is not to be had here" in r.stderr and r.stderr.count("\n") == 1
+    else:
+        assert asked == ["torch==2.13.0 numpy"]
 
 
 def test_kubernetes_is_a_dependency_floored_at_36():
