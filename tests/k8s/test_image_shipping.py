@@ -64,7 +64,9 @@ def test_a_deepspeed_trainjob_ships_its_code_to_the_node_pods_too(make_backend, 
     b = make_backend(registry=f"{registry.host}/team", insecure_registries=[registry.host])
     spec = JobSpec(name=f"ds-{uuid.uuid4().hex[:6]}", strategy="deepspeed", target="TrainJob",
                    replicas={"Node": 2}, image=f"{registry.host}/base:1",
-                   command=["python", "-c", "pass"])  # fmt: skip
+                   # the launcher outlives the look below: a JobSet that completes deletes
+                   # its node pods, so a quick launcher could take them before they are seen
+                   command=["python", "-c", "import time; time.sleep(120)"])  # fmt: skip
     b.submit(spec, build_bundle("print('everywhere')\n"))
     job = double.store.get("trainer.kubeflow.org/v1alpha1/trainjobs", "team-a", spec.name)
     assert job["spec"]["trainer"]["image"].startswith(f"{registry.host}/team/ddl-notebook@sha256:")
