@@ -21,7 +21,7 @@ import os
 from jupyter_ddl.manager import default_manager
 
 jobs = default_manager()  # jobs.results(NAME): a job's state and its report(...) values
-QUICK = os.environ.get("DDL_WORKSHOP_QUICK") == "1"  # CI: fewer repeats, same checks
+QUICK = os.environ.get("DDL_WORKSHOP_QUICK", "0")  # "1": fewer repeats, the same checks
 
 # %% [markdown] ring
 # ## 1. Ring-allreduce by hand
@@ -40,7 +40,8 @@ QUICK = os.environ.get("DDL_WORKSHOP_QUICK") == "1"  # CI: fewer repeats, same c
 # and NCCL use it. Four ranks here; the result must equal MPI's `Allreduce`.
 
 # %%
-%%distribute --strategy horovod --workers 4 --wait
+%%distribute --strategy horovod --workers 4 --env DDL_WORKSHOP_QUICK=$QUICK --wait
+# A replica sees only the variables it is given (--env above), as a pod would.
 import os
 import time
 

@@ -99,7 +99,7 @@ import os
 
 import torch
 
-QUICK = os.environ.get("DDL_WORKSHOP_QUICK") == "1"  # CI: fewer steps, same checks
+QUICK = os.environ.get("DDL_WORKSHOP_QUICK", "0")  # "1": fewer steps, the same checks
 gpus = torch.cuda.device_count()
 cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 if gpus:
@@ -109,7 +109,7 @@ else:
     sizes = [1, 2, 4]
     device_kind, channels, global_batch, gpu_flag = "CPU core", 32, 64, ""
 processes = sizes[-1]
-steps, windows = (2, 3) if QUICK else (8, 5)
+steps, windows = (2, 3) if QUICK == "1" else (8, 5)
 print(f"{cores} CPU cores, {gpus} GPU(s): measuring {sizes} processes, one {device_kind} each; "
       f"global batch {global_batch}, {windows} timed windows of {steps} steps")
 
@@ -179,11 +179,14 @@ def measure(channels, global_batch, steps, windows, sizes):
 # %% [markdown] sweep
 # ## 1, 2, 4 processes
 #
-# `$processes` and `$gpu_flag` are Python variables of the cell above: IPython puts
-# their values into the magic's line (`--replicas 4`, and `--gpus 1` on a GPU machine).
+# `$processes`, `$gpu_flag` and `$QUICK` are Python variables of the cell above:
+# IPython puts their values into the magic's line (`--replicas 4`, and `--gpus 1` on a
+# GPU machine). A replica starts from the environment a pod would have, not from the
+# kernel's, and it runs the cell above again: `--env DDL_WORKSHOP_QUICK=$QUICK` gives
+# it the kernel's quick mode, so both count the same windows.
 
 # %%
-%%distribute --strategy torch-ddp --replicas $processes $gpu_flag --wait
+%%distribute --strategy torch-ddp --replicas $processes $gpu_flag --env DDL_WORKSHOP_QUICK=$QUICK --wait
 measure(channels, global_batch, steps, windows, sizes)
 
 # %%

@@ -130,7 +130,7 @@ def test_generator_parses_percent_format_with_keys_and_flags():
 
 
 # Values the stored lines take from the kernel ($name), as on a CPU-only machine.
-LINE_VARIABLES = {"processes": "4", "gpu_flag": ""}
+LINE_VARIABLES = {"processes": "4", "gpu_flag": "", "QUICK": "1"}
 
 
 def _distribute_lines() -> list[tuple[str, str]]:
@@ -452,3 +452,40 @@ def test_leftover_check_finds_a_process_of_the_data_dir(data_dir):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_jobs_that_read_quick_mode_are_given_it():
+    """A replica starts from a pod's environment: a job cell that reads
+    DDL_WORKSHOP_QUICK (itself, or through the kernel cells it runs again) must be
+    handed it with --env, or the guide's one variable would not reach it."""
+    checked = 0
+    for name in NAMES:
+        cells = [c.source for c in _notebook(name).cells if c.cell_type == "code"]
+        kernel_reads = any("DDL_WORKSHOP_QUICK" in c for c in cells if not c.startswith("%%"))
+        for cell in cells:
+            if not cell.startswith("%%distribute"):
+                continue
+            line, body = cell.split("\n", 1)
+            uses = "DDL_WORKSHOP_QUICK" in body or (
+                kernel_reads and re.search(r"\b(steps|windows|QUICK)\b", body)
+            )
+            if uses:
+                checked += 1
+                assert "--env DDL_WORKSHOP_QUICK=$QUICK" in line, f"{name}: {line}"
+    assert checked >= 2  # why-it-helps' sweep, parallelism's ring
+
+
+def test_default_restart_policies_named_in_the_texts_are_the_operators():
+    """Every "`Policy` (Kind's default)" in the English texts is what the product's
+    kinds say; the translations name the kinds next to the same policy."""
+    from jupyter_ddl.core.kinds import by_name
+
+    english = (NOTEBOOKS / "src" / "when-it-breaks.py").read_text(encoding="utf-8")
+    claims = re.findall(r"`(\w+)` \((\w+)'s default\)", english)
+    assert claims, "when-it-breaks no longer names the defaults"
+    for policy, kind in claims:
+        assert by_name(kind).default_restart("Worker").value == policy, (kind, policy)
+    # No text, in any language, puts TFJob among the OnFailure defaults again.
+    wrong = re.compile(r"PyTorchJob\S*\s*(and|과|와|と|和)\s*TFJob")  # "...'s default", "...restart"
+    for path in [*NOTEBOOKS.glob("WORKSHOP*.md"), *NOTEBOOKS.glob("i18n/*/*.yaml")]:
+        assert not wrong.search(path.read_text(encoding="utf-8")), path
