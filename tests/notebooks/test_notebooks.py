@@ -486,6 +486,8 @@ def test_default_restart_policies_named_in_the_texts_are_the_operators():
     for policy, kind in claims:
         assert by_name(kind).default_restart("Worker").value == policy, (kind, policy)
     # No text, in any language, puts TFJob among the OnFailure defaults again.
-    wrong = re.compile(r"PyTorchJob\S*\s*(and|과|와|と|和)\s*TFJob")  # "...'s default", "...restart"
+    wrong = re.compile(
+        r"PyTorchJob\S*\s*(and|과|와|と|和)\s*TFJob"
+    )  # "...'s default", "...restart"
     for path in [*NOTEBOOKS.glob("WORKSHOP*.md"), *NOTEBOOKS.glob("i18n/*/*.yaml")]:
         assert not wrong.search(path.read_text(encoding="utf-8")), path
