@@ -54,6 +54,7 @@ def test_every_notebook_has_a_source_and_the_guide_schedules_it():
     for heading in (
         "## Agenda", "## Prerequisites", "## Laptop setup", "## Troubleshooting",
         "## Exercises", "## What the source material covers", "## Installing from Korea",
+        "## On Colab", "## On a Kubeflow notebook server",
     ):  # fmt: skip
         assert heading in guide
     assert "scripts/learner-setup" in guide  # the pip-only learner setup
