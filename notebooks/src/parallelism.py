@@ -300,6 +300,19 @@ config = {"train_batch_size": 64, "zero_optimization": {"stage": 2}, "fp16": {"e
 engine, optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(),
                                                config=config)
 
+# %% [markdown] fsdp
+# **PyTorch's own sharding: FSDP.** `torch.distributed.fsdp` (FullyShardedDataParallel;
+# `fully_shard` in recent releases) does what ZeRO stage 3 does, without DeepSpeed:
+# each rank keeps a shard of the weights, gradients and optimizer state, gathers a
+# layer's full weights just before the layer runs, and reduce-scatters its gradients
+# after (a mode that shards only gradients and optimizer state matches stage 2; hybrid
+# sharding shards within a node and replicates across nodes). It beats DDP when the
+# model's states do not fit one GPU, or leave too little memory for a useful batch.
+# When the model fits comfortably, DDP is faster and simpler: one all-reduce per step,
+# instead of all-gathers in both passes plus a reduce-scatter. An FSDP job starts
+# exactly like DDP: `--strategy torch-ddp`, a PyTorchJob, the same `MASTER_ADDR`,
+# `RANK` and `WORLD_SIZE`.
+
 # %% [markdown] ex-ring
 # ### Try this
 #
