@@ -22,6 +22,10 @@ outputs, with stable cell ids, so regenerating changes nothing.
     python3 notebooks/generate.py --status   # per language: untranslated, outdated entries
     python3 notebooks/generate.py --scaffold # add the keys the language files lack
     python3 notebooks/generate.py --accept ko  # ko's translations now match today's English
+    python3 notebooks/generate.py --student DIR  # learners' copies, every language, no solutions
+
+A student copy has each exercise's solution cells (and the checks among them) replaced by
+one empty cell to write the answer in; everything else is the teacher's copy.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ import translations as tr  # noqa: E402
 SOURCES = HERE / "src"
 GUIDE = "WORKSHOP"
 KERNEL = {"name": "python3", "display_name": "Python 3", "language": "python"}
+YOUR_TURN = "# Your turn: do the exercise above here, then check what it expects."
 _KEY = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _GUIDE_MARK = re.compile(r"^<!-- i18n: ([a-z0-9-]+) -->$")
 
@@ -113,6 +118,18 @@ def source_names() -> list[str]:
     return sorted(p.stem for p in SOURCES.glob("*.py")) + [GUIDE]
 
 
+def student_cells(cells: list[Cell]) -> list[Cell]:
+    """The cells of a learner's copy: each run of solution cells becomes one empty cell."""
+    out: list[Cell] = []
+    for c in cells:
+        if c.solution:
+            if not (out and out[-1].source == YOUR_TURN):
+                out.append(Cell("code", YOUR_TURN))
+        else:
+            out.append(c)
+    return out
+
+
 def build(stem: str, cells: list[Cell], texts: dict[str, str], note: str = "") -> str:
     """One notebook as stored: no outputs, ids ``<stem>-<n>``."""
     nb = new_notebook(metadata={"kernelspec": KERNEL, "language_info": {"name": "python"}})
@@ -167,8 +184,9 @@ def render_glossary() -> str:
     return intro + "\n".join(rows) + "\n"
 
 
-def outputs() -> dict[Path, str]:
-    """Every generated file and its content."""
+def outputs(student: Path | None = None) -> dict[Path, str]:
+    """Every generated file and its content; with ``student``, only the learners'
+    notebooks, under that folder (English at its top, other languages in ``<lang>/``)."""
     out: dict[Path, str] = {}
     for lang in tr.languages():
         for stem in source_names():
@@ -181,10 +199,14 @@ def outputs() -> dict[Path, str]:
                 suffix = "" if lang.code == tr.ENGLISH else f".{lang.code}"
                 out[HERE / f"{GUIDE}{suffix}.md"] = render_guide(texts, lang.code, note)
                 continue
-            folder = HERE if lang.code == tr.ENGLISH else HERE / lang.code
+            root = student or HERE
+            folder = root if lang.code == tr.ENGLISH else root / lang.code
             cells = parse_cells((SOURCES / f"{stem}.py").read_text(encoding="utf-8"))
+            if student:
+                cells = student_cells(cells)
             out[folder / f"{stem}.ipynb"] = build(stem, cells, texts, note)
-    out[HERE / "GLOSSARY.md"] = render_glossary()
+    if not student:
+        out[HERE / "GLOSSARY.md"] = render_glossary()
     return out
 
 
@@ -210,7 +232,18 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--status", action="store_true", help="translation state per language")
     group.add_argument("--scaffold", action="store_true", help="add missing keys to language files")
     group.add_argument("--accept", metavar="LANG", help="mark LANG's translations current")
+    group.add_argument(
+        "--student", metavar="DIR", type=Path, help="write learners' copies (no solutions) to DIR"
+    )
     args = ap.parse_args(argv)
+    if args.student:
+        if args.student.resolve() in (HERE, HERE.parent):
+            ap.error("--student needs a folder of its own, not the notebooks' or the repository's")
+        for path, text in outputs(student=args.student.resolve()).items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        print(f"wrote the learners' notebooks, without solutions, to {args.student}")
+        return 0
     if args.status:
         print("\n".join(translation_report(strict_only=False)))
         return 0

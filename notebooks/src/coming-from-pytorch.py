@@ -262,7 +262,8 @@ outcome = {
     "horovod_agree": agree(hvd) and len(hvd.reports) == 2,
     "ignite_ranks": sorted(int(r) for r in ignite.values("ignite_rank")),
     "ignite_agree": agree(ignite),
-    "colab_ranks": sorted(int(r) for r in colab.values("colab_rank")),
+    # the exercise's job; a student copy (generate.py --student) has none until it is done
+    "colab_ranks": sorted(int(r) for r in colab.values("colab_rank")) if "colab" in globals() else None,
 }
 outcome["ok"] = (
     set(outcome["states"].values()) == {"Succeeded"}
@@ -272,6 +273,6 @@ outcome["ok"] = (
     and outcome["horovod_agree"]
     and outcome["ignite_ranks"] == [0, 1, 2, 3]
     and outcome["ignite_agree"]
-    and outcome["colab_ranks"] == [0, 1]
+    and outcome["colab_ranks"] in ([0, 1], None)
 )
 outcome

@@ -340,6 +340,13 @@ print("labels:     ", changes.labels)
 # sidebar show it the same way. A single cell can also pick a backend with
 # `--backend kubernetes`.
 
+# %% [markdown] cluster-lab
+# **A real cluster in this workshop is coming.** Every Kubernetes object in this
+# notebook is a dry run: nothing here talks to a cluster. A lab that submits a TFJob
+# and a PyTorchJob to a real control plane with the Kubeflow operators, and follows,
+# fails and cancels them, is being built; until it ships, run the cells above against
+# a cluster of your own with the three settings of this section.
+
 # %%
 %ddl config
 

@@ -21,7 +21,7 @@ import os
 from jupyter_ddl.manager import default_manager
 
 jobs = default_manager()  # jobs.results(NAME): a job's state and its report(...) values
-QUICK = os.environ.get("DDL_WORKSHOP_QUICK") == "1"  # CI: fewer repeats, same checks
+QUICK = os.environ.get("DDL_WORKSHOP_QUICK", "0")  # "1": fewer repeats, the same checks
 
 # %% [markdown] ring
 # ## 1. Ring-allreduce by hand
@@ -40,7 +40,8 @@ QUICK = os.environ.get("DDL_WORKSHOP_QUICK") == "1"  # CI: fewer repeats, same c
 # and NCCL use it. Four ranks here; the result must equal MPI's `Allreduce`.
 
 # %%
-%%distribute --strategy horovod --workers 4 --wait
+%%distribute --strategy horovod --workers 4 --env DDL_WORKSHOP_QUICK=$QUICK --wait
+# A replica sees only the variables it is given (--env above), as a pod would.
 import os
 import time
 
@@ -298,6 +299,19 @@ config = {"train_batch_size": 64, "zero_optimization": {"stage": 2}, "fp16": {"e
           "optimizer": {"type": "Adam", "params": {"lr": 1e-3}}}
 engine, optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(),
                                                config=config)
+
+# %% [markdown] fsdp
+# **PyTorch's own sharding: FSDP.** `torch.distributed.fsdp` (FullyShardedDataParallel;
+# `fully_shard` in recent releases) does what ZeRO stage 3 does, without DeepSpeed:
+# each rank keeps a shard of the weights, gradients and optimizer state, gathers a
+# layer's full weights just before the layer runs, and reduce-scatters its gradients
+# after (a mode that shards only gradients and optimizer state matches stage 2; hybrid
+# sharding shards within a node and replicates across nodes). It beats DDP when the
+# model's states do not fit one GPU, or leave too little memory for a useful batch.
+# When the model fits comfortably, DDP is faster and simpler: one all-reduce per step,
+# instead of all-gathers in both passes plus a reduce-scatter. An FSDP job starts
+# exactly like DDP: `--strategy torch-ddp`, a PyTorchJob, the same `MASTER_ADDR`,
+# `RANK` and `WORLD_SIZE`.
 
 # %% [markdown] ex-ring
 # ### Try this

@@ -217,7 +217,7 @@ assert any("can't allocate memory" in text for text in oom_tail)
 # ## 5. Restart policy and backoff
 #
 # The operators restart failed replicas according to the **restart policy**:
-# `Never`, `OnFailure` (PyTorchJob's and TFJob's default), `Always`, or `ExitCode`
+# `Never` (TFJob's default), `OnFailure` (PyTorchJob's default), `Always`, or `ExitCode`
 # (restart on exit codes 128 and above: killed by a signal, e.g. OOMKilled; fail on
 # the others, your program's own errors). Each restart waits longer than the last
 # (**backoff**: 0.5 s, 1 s, 2 s... here; on a cluster the kubelet's 10 s, 20 s, 40 s...

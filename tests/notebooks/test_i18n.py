@@ -132,3 +132,54 @@ def test_a_glossary_entry_missing_a_language_is_refused(monkeypatch, tmp_path):
     monkeypatch.setattr(tr, "I18N", Path(tmp_path))
     with pytest.raises(ValueError, match="'rank' lacks zh-Hans, ja, zh-Hant"):
         gen.render_glossary()
+
+
+TERMS = yaml.safe_load((NOTEBOOKS / "i18n" / "terms.yaml").read_text(encoding="utf-8"))
+
+
+def _texts_of(lang: str) -> list[tuple[str, str]]:
+    """(where, text) for every translated text of a language and its glossary column."""
+    out = []
+    for path in sorted((NOTEBOOKS / "i18n" / lang).glob("*.yaml")):
+        for key, entry in (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).items():
+            if entry and entry.get("text"):
+                out.append((f"{path.name}:{key}", str(entry["text"])))
+    glossary = yaml.safe_load((NOTEBOOKS / "i18n" / "glossary.yaml").read_text("utf-8"))
+    out += [(f"glossary.yaml:{t['en']}", t[lang]) for t in glossary]
+    return out
+
+
+def _violations(lang: str, texts: list[tuple[str, str]]) -> list[str]:
+    import re
+
+    found = []
+    for rule in TERMS[lang]:
+        for where, text in texts:
+            for m in re.finditer(rule["avoid"], text):
+                found.append(f"{lang} {where}: {m.group(0)!r} -> {rule['use']} ({rule['why']})")
+    return found
+
+
+def test_every_language_uses_its_chosen_terms():
+    assert set(TERMS) == set(ALL_LANGS) - {"en"}
+    problems = [v for lang in TERMS for v in _violations(lang, _texts_of(lang))]
+    assert not problems, "\n".join(problems[:20])
+
+
+@pytest.mark.parametrize(
+    ("lang", "bad"),
+    [
+        ("ko", "이 노트북은 노트북(laptop)에서는"),
+        ("ko", "*Kernel → Restart Kernel and Clear Outputs of All Cells…*로 시작하세요"),
+        ("ja", "パラメータサーバでは、各ワーカーが勾配をサーバーに送り"),
+        ("ja", "ギャング（コ）スケジューリングはこのように動きます"),
+        ("zh-Hans", "两个工作节点对梯度做全规约"),
+        ("zh-Hant", "兩個 MultiWorkerMirrored 工作節點"),
+    ],
+)
+def test_the_term_check_catches_the_words_it_forbids(lang, bad):
+    assert _violations(lang, [("sample", bad)])
+
+
+def test_the_term_check_leaves_rendering_emphasis_alone():
+    assert not _violations("ko", [("sample", "**재시작 정책**에 따라 *All Cells…* 메뉴로")])

@@ -54,6 +54,7 @@ def test_every_notebook_has_a_source_and_the_guide_schedules_it():
     for heading in (
         "## Agenda", "## Prerequisites", "## Laptop setup", "## Troubleshooting",
         "## Exercises", "## What the source material covers", "## Installing from Korea",
+        "## On Colab", "## On a Kubeflow notebook server",
     ):  # fmt: skip
         assert heading in guide
     assert "scripts/learner-setup" in guide  # the pip-only learner setup
@@ -130,7 +131,7 @@ def test_generator_parses_percent_format_with_keys_and_flags():
 
 
 # Values the stored lines take from the kernel ($name), as on a CPU-only machine.
-LINE_VARIABLES = {"processes": "4", "gpu_flag": ""}
+LINE_VARIABLES = {"processes": "4", "gpu_flag": "", "QUICK": "1"}
 
 
 def _distribute_lines() -> list[tuple[str, str]]:
@@ -218,6 +219,19 @@ def test_why_it_helps_plots_samples_per_second_from_real_runs(run_notebook, lang
     assert len(plot) == 1 and len(plot[0]["data"]["image/png"]) > 10_000
     # Speed-ups are measured and shown, not asserted: timings belong to benchmarks/.
     assert outcome["cnn_speedup_2"] > 0 and outcome["tiny_speedup_2"] > 0
+    # The reading is computed from these numbers and the load, never a fixed range.
+    said = code_outputs(nb, "def scaling_verdict")
+    speedup = outcome["cnn_speedup_2"]
+    assert re.search(rf"convolutional network +2 processes: {speedup:4.2f}x", said), said
+    assert outcome["verdicts"]["cnn-2"] in said
+    expected = (
+        "more than the cores allow" if speedup > 1.05 * min(2, outcome["cores"])
+        else "scales well" if speedup >= 1.6 else "faster, far from perfect" if speedup > 1.05
+        else "no faster" if speedup >= 0.95 else "slower than one process"
+    )  # fmt: skip
+    assert outcome["verdicts"]["cnn-2"].startswith(expected)
+    assert outcome["cores"] >= 1 and outcome["load_before"] >= 0  # Linux has a load average
+    assert f"load average before the sweep: {outcome['load_before']:.1f}" in said
 
 
 @pytest.mark.slow
@@ -452,3 +466,142 @@ def test_leftover_check_finds_a_process_of_the_data_dir(data_dir):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_jobs_that_read_quick_mode_are_given_it():
+    """A replica starts from a pod's environment: a job cell that reads
+    DDL_WORKSHOP_QUICK (itself, or through the kernel cells it runs again) must be
+    handed it with --env, or the guide's one variable would not reach it."""
+    checked = 0
+    for name in NAMES:
+        cells = [c.source for c in _notebook(name).cells if c.cell_type == "code"]
+        kernel_reads = any("DDL_WORKSHOP_QUICK" in c for c in cells if not c.startswith("%%"))
+        for cell in cells:
+            if not cell.startswith("%%distribute"):
+                continue
+            line, body = cell.split("\n", 1)
+            uses = "DDL_WORKSHOP_QUICK" in body or (
+                kernel_reads and re.search(r"\b(steps|windows|QUICK)\b", body)
+            )
+            if uses:
+                checked += 1
+                assert "--env DDL_WORKSHOP_QUICK=$QUICK" in line, f"{name}: {line}"
+    assert checked >= 2  # why-it-helps' sweep, parallelism's ring
+
+
+def test_default_restart_policies_named_in_the_texts_are_the_operators():
+    """Every "`Policy` (Kind's default)" in the English texts is what the product's
+    kinds say; the translations name the kinds next to the same policy."""
+    from jupyter_ddl.core.kinds import by_name
+
+    english = (NOTEBOOKS / "src" / "when-it-breaks.py").read_text(encoding="utf-8")
+    claims = re.findall(r"`(\w+)` \((\w+)'s default\)", english)
+    assert claims, "when-it-breaks no longer names the defaults"
+    for policy, kind in claims:
+        assert by_name(kind).default_restart("Worker").value == policy, (kind, policy)
+    # No text, in any language, puts TFJob among the OnFailure defaults again.
+    wrong = re.compile(
+        r"PyTorchJob\S*\s*(and|과|와|と|和)\s*TFJob"
+    )  # "...'s default", "...restart"
+    for path in [*NOTEBOOKS.glob("WORKSHOP*.md"), *NOTEBOOKS.glob("i18n/*/*.yaml")]:
+        assert not wrong.search(path.read_text(encoding="utf-8")), path
+
+
+def _names(source: str, store: bool) -> set[str]:
+    """Top-level names a cell assigns (store) or reads; magic lines are left out."""
+    import ast
+
+    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("%"))
+    found = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) == store:
+            found.add(node.id)
+        elif store and isinstance(node, (ast.FunctionDef, ast.Import, ast.ImportFrom)):
+            found |= {getattr(node, "name", "")} | {
+                a.asname or a.name for a in getattr(node, "names", [])
+            }
+    return found
+
+
+def test_student_copies_have_no_solutions_in_any_language(tmp_path):
+    gen = load_script("generate")
+    assert gen.main(["--student", str(tmp_path)]) == 0
+    for name in NAMES:
+        teacher = _notebook(name)
+        solutions = [c.source for c in teacher.cells if "solution" in c.metadata.get("tags", [])]
+        tries = sum(c.cell_type == "markdown" and "Try this" in c.source for c in teacher.cells)
+        for lang in LANGS:
+            path = tmp_path / (f"{name}.ipynb" if lang == "en" else f"{lang}/{name}.ipynb")
+            student = nbformat.read(path, as_version=4)
+            nbformat.validate(student)
+            code = [c.source for c in student.cells if c.cell_type == "code"]
+            assert not [c for c in student.cells if "solution" in c.metadata.get("tags", [])]
+            assert not set(solutions) & set(code), f"{lang}/{name} shows a solution"
+            assert code.count(gen.YOUR_TURN) == tries, (
+                f"{lang}/{name}: one answer cell per exercise"
+            )
+            # the rest is the teacher's copy, text and code, in that language
+            kept = [
+                c
+                for c in _notebook(name, lang).cells
+                if "solution" not in c.metadata.get("tags", [])
+            ]
+            assert [c.source for c in student.cells if c.source != gen.YOUR_TURN] == [
+                c.source for c in kept
+            ]
+    # Run All in a student copy reaches the outcome: no later cell reads a name only a
+    # solution defines.
+    for name in NAMES:
+        defined, only_in_solutions = set(), set()
+        for cell in _notebook(name).cells:
+            if cell.cell_type != "code":
+                continue
+            if "solution" in cell.metadata.get("tags", []):
+                only_in_solutions |= _names(cell.source, store=True) - defined
+                continue
+            read = _names(cell.source, store=False) - _names(cell.source, store=True) - defined
+            bare = {n for n in read & only_in_solutions if f'"{n}" in globals()' not in cell.source}
+            assert not bare, f"{name}: {bare} exist only after the solution"
+            defined |= _names(cell.source, store=True)
+
+
+def test_student_copies_are_never_written_over_the_notebooks():
+    gen = load_script("generate")
+    with pytest.raises(SystemExit):
+        gen.main(["--student", str(NOTEBOOKS)])
+
+
+def _agenda(guide: str, heading: str) -> list[tuple[int, int, list[str]]]:
+    """(start, end in minutes, notebooks linked) per row of the table after ``heading``."""
+    body = guide.split(heading + "\n", 1)[1].split("\n#", 1)[0]
+    rows = []
+    for m in re.finditer(r"^\| (\d+):(\d\d)–(\d+):(\d\d) \|(.*)$", body, re.M):
+        h1, m1, h2, m2, rest = m.groups()
+        rows.append(
+            (
+                int(h1) * 60 + int(m1),
+                int(h2) * 60 + int(m2),
+                re.findall(r"\(([\w/-]+)\.ipynb\)", rest),
+            )
+        )
+    return rows
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_guide_has_a_90_minute_and_a_3_hour_agenda_beside_the_day(lang):
+    guide = (NOTEBOOKS / ("WORKSHOP.md" if lang == "en" else f"WORKSHOP.{lang}.md")).read_text(
+        "utf-8"
+    )
+    headings = re.findall(r"^### .+$", guide, re.M)[:2]
+    assert len(headings) == 2 and "90" in headings[0] and "3" in headings[1], headings
+    for heading, minutes in ((headings[0], 90), (headings[1], 180)):
+        rows = _agenda(guide, heading)
+        assert rows[0][0] == 0 and rows[-1][1] == minutes, (heading, rows)
+        assert all(a[1] == b[0] for a, b in zip(rows, rows[1:], strict=False)), (
+            f"{heading}: a gap or an overlap"
+        )
+        linked = [n.split("/")[-1] for _, _, names in rows for n in names]
+        assert "quickstart" in linked and set(linked) <= set(NAMES)
+        # the day's order (mpi-horovod is the alternative to the TensorFlow slot)
+        path = [n for n in linked if n != "mpi-horovod"]
+        assert path == sorted(path, key=NAMES.index), heading
