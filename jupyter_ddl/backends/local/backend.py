@@ -18,6 +18,7 @@ from jupyter_ddl.backends.base import Backend, LogQuery
 from jupyter_ddl.backends.local import control, gpus, warm
 from jupyter_ddl.backends.local.events import watch_job
 from jupyter_ddl.backends.local.jobdir import JobDir, jobs_root
+from jupyter_ddl.backends.local.launch import job_environ
 from jupyter_ddl.backends.local.logs import iter_logs
 from jupyter_ddl.backends.local.usage import UsageSampler
 from jupyter_ddl.config import Config, data_dir
@@ -83,11 +84,13 @@ class LocalBackend(Backend):
                 f"a local job named {spec.name!r} exists already",
                 hint=f"pick another name, or `%ddl delete {spec.name}` first",
             ) from None
+        # the job's share of the kernel's environment: all that reaches its processes
+        environ = job_environ(os.environ, self.config.local_env_passthrough, spec.secret_env)
         served, eligible, cold = False, False, None
         if self.config.local_warm_seconds > 0 and warm.has_warm_path(spec):
             cold = warm.cold_reason(spec, bundle.requirements, python)
             if cold is None:
-                got = warm.hand_over(self._warm_dir, jd, os.environ)
+                got = warm.hand_over(self._warm_dir, jd, environ)
                 if isinstance(got, str):
                     cold = got
                 else:
@@ -95,7 +98,7 @@ class LocalBackend(Backend):
                     served = True
                 eligible = True
         if not served:
-            self._spawned.append(control.start_supervisor(jd, cold))  # reaped in _reap()
+            self._spawned.append(control.start_supervisor(jd, environ, cold))  # reaped in _reap()
         if eligible:
             self._start_spare()  # for the next job like this one
         return handle

@@ -1,0 +1,127 @@
+"""A secret in the kernel's environment that no job asked for reaches no process of a
+job: a replica searches ``/proc/self/environ``, its parent's, the frames above its
+code and its own writable memory for it, cold and warm, and a spare started by one
+kernel carries nothing of that kernel's environment into another kernel's job."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jupyter_ddl.backends.local import LocalBackend
+from jupyter_ddl.config import Config
+from jupyter_ddl.models import JobState
+from tests.local.conftest import ready_spare, submit, wait
+from tests.support import require
+
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
+
+SECRET = "kern3l-s3cr3t-48c1-value"
+PROXY_A = "proxy-passw0rd-of-kernel-a-93d2"
+
+# The needles travel hex-encoded, so the code holds them only where it excludes them.
+SEARCH = r"""
+import ctypes, json, os, sys
+needles = [bytes.fromhex(h) for h in os.environ["NEEDLES"].split(",")]
+found = []
+buf = bytearray(1 << 20)
+lo = ctypes.addressof((ctypes.c_char * len(buf)).from_buffer(buf))
+own = {id(n) + sys.getsizeof(b"") - 1 for n in needles}
+with open("/proc/self/maps") as f:
+    regions = [line.split() for line in f]
+with open("/proc/self/mem", "rb", buffering=0) as mem:
+    for r in regions:
+        start, end = (int(x, 16) for x in r[0].split("-"))
+        name = r[5] if len(r) > 5 else ""
+        if r[1][0] != "r" or name in ("[vvar]", "[vsyscall]", "[vdso]"):
+            continue
+        if "w" not in r[1] and name and not name.startswith("["):
+            continue  # read-only file mappings: code and constants
+        at = start
+        while at < end:
+            try:
+                mem.seek(at)
+                got = mem.readinto(memoryview(buf)[: min(len(buf), end - at)])
+            except OSError:
+                break
+            for i, n in enumerate(needles):
+                hit = buf.find(n, 0, got)
+                while hit >= 0:
+                    where = at + hit
+                    if where not in own and not lo <= where < lo + len(buf):
+                        found.append(f"memory {r[0]} {name}: needle {i}")
+                    hit = buf.find(n, hit + 1, got)
+            at += max(1, got - 64)
+            if got < 64:
+                break
+for path in ("/proc/self/environ", f"/proc/{os.getppid()}/environ"):
+    with open(path, "rb") as f:
+        data = f.read()
+    found += [f"{path}: needle {i}" for i, n in enumerate(needles) if n in data]
+seen = {id(n) for n in needles} | {id(buf)}  # the search's own copies
+def walk(o, where, depth=0):
+    if depth > 6 or id(o) in seen or type(o).__name__ == "module":
+        return
+    seen.add(id(o))
+    if isinstance(o, (str, bytes)):
+        b = o.encode("utf-8", "ignore") if isinstance(o, str) else o
+        found.extend(f"{where}: needle {i}" for i, n in enumerate(needles) if n in b)
+    elif isinstance(o, dict):
+        for k, v in list(o.items()):
+            walk(k, where, depth + 1)
+            walk(v, where, depth + 1)
+    elif isinstance(o, (list, tuple, set, frozenset)):
+        for v in list(o):
+            walk(v, where, depth + 1)
+    elif hasattr(o, "__dict__") and not isinstance(o, type):
+        walk(vars(o), where, depth + 1)
+frame = sys._getframe().f_back
+while frame is not None:
+    walk(dict(frame.f_locals), f"frame {frame.f_code.co_name}")
+    frame = frame.f_back
+print("FOUND " + json.dumps(sorted(set(found))), flush=True)
+"""
+
+
+def found(backend: LocalBackend, name: str) -> list[str]:
+    status = wait(backend, name)
+    assert status.state == JobState.SUCCEEDED, status.message
+    out = [
+        json.loads(line.text[len("FOUND ") :])
+        for line in backend.logs(name)
+        if line.text.startswith("FOUND ")
+    ]
+    assert out, [line.text for line in backend.logs(name)][-20:]
+    return [hit for hits in out for hit in hits]
+
+
+def _needles(*values: str) -> dict[str, str]:
+    return {"NEEDLES": ",".join(v.encode().hex() for v in values)}
+
+
+def test_a_cold_job_finds_no_kernel_secret_in_any_of_its_processes(data_dir, monkeypatch):
+    require.module("torch")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    backend = LocalBackend(Config(local_warm_seconds=0))
+    name = submit(backend, SEARCH, "torch-ddp", {"Master": 1}, env=_needles(SECRET))
+    assert found(backend, name) == []
+
+
+def test_a_warm_job_finds_no_secret_of_its_kernel_or_of_the_kernel_that_started_the_spare(
+    data_dir, monkeypatch
+):
+    require.module("torch")
+    # kernel A starts the spare: a proxy with a password, and a secret of its own
+    monkeypatch.setenv("HTTPS_PROXY", f"http://a:{PROXY_A}@proxy.invalid:3128")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", PROXY_A)
+    spare = ready_spare(data_dir)
+    # kernel B submits: another proxy, its own secret it does not pass on
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy-b.invalid:3128")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    backend = LocalBackend()
+    name = submit(backend, SEARCH, "torch-ddp", {"Master": 1}, env=_needles(SECRET, PROXY_A))
+    hits = found(backend, name)
+    record = json.loads((backend.job_dir(name) / "supervisor.json").read_text())
+    assert record.get("warm") and record.get("spare") == spare, record
+    assert hits == []
