@@ -15,7 +15,7 @@ from jupyter_ddl.models import JobState
 from tests.local.conftest import ready_spare, submit, wait
 from tests.support import require
 
-pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
+pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
 
 SECRET = "kern3l-s3cr3t-48c1-value"
 PROXY_A = "proxy-passw0rd-of-kernel-a-93d2"
@@ -115,7 +115,7 @@ def test_a_warm_job_finds_no_secret_of_its_kernel_or_of_the_kernel_that_started_
     # kernel A starts the spare: a proxy with a password, and a secret of its own
     monkeypatch.setenv("HTTPS_PROXY", f"http://a:{PROXY_A}@proxy.invalid:3128")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", PROXY_A)
-    spare = ready_spare(data_dir)
+    spare = ready_spare(data_dir, timeout=400)  # the spare imports only on spare CPU
     # kernel B submits: another proxy, its own secret it does not pass on
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy-b.invalid:3128")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
