@@ -6,6 +6,7 @@ Everything lives in the job directory (see ``jobdir``), so any LocalBackend inst
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
@@ -17,13 +18,13 @@ from pathlib import Path
 from jupyter_ddl.backends.base import Backend, LogQuery
 from jupyter_ddl.backends.local import control, gpus, warm
 from jupyter_ddl.backends.local.events import watch_job
-from jupyter_ddl.backends.local.jobdir import JobDir, jobs_root
+from jupyter_ddl.backends.local.jobdir import DIR_MODE, JobDir, jobs_root
 from jupyter_ddl.backends.local.launch import job_environ
 from jupyter_ddl.backends.local.logs import iter_logs
 from jupyter_ddl.backends.local.usage import UsageSampler
 from jupyter_ddl.config import Config, data_dir
 from jupyter_ddl.core.strategies import CATALOG
-from jupyter_ddl.errors import JobConflict, JobNotFound, ValidationError
+from jupyter_ddl.errors import JobConflict, JobNotFound, SubmitAborted, ValidationError
 from jupyter_ddl.models import (
     Capabilities,
     CodeBundle,
@@ -78,12 +79,20 @@ class LocalBackend(Backend):
         }
         python = self.config.python or sys.executable
         try:
-            jd.create(spec, bundle, handle, cwd=os.getcwd(), python=python, settings=settings)
+            jd.root.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+            jd.root.mkdir(mode=DIR_MODE)
         except FileExistsError:
             raise JobConflict(
                 f"a local job named {spec.name!r} exists already",
                 hint=f"pick another name, or `%ddl delete {spec.name}` first",
             ) from None
+        except OSError as e:
+            raise SubmitAborted(aborted_message(spec.name, e, jd.root)) from None
+        try:  # from here the directory is ours: complete, or removed again
+            jd.create(spec, bundle, handle, cwd=os.getcwd(), python=python, settings=settings)
+        except (KeyboardInterrupt, OSError) as e:
+            _discard(jd.root)
+            raise SubmitAborted(aborted_message(spec.name, e, jd.root)) from None
         # the job's share of the kernel's environment: all that reaches its processes
         environ = job_environ(os.environ, self.config.local_env_passthrough, spec.secret_env)
         served, eligible, cold = False, False, None
@@ -269,3 +278,25 @@ class LocalBackend(Backend):
 def _plain_name(name: str) -> bool:
     """A name that is one directory entry: never a path, never hidden."""
     return bool(name) and "/" not in name and "\0" not in name and not name.startswith(".")
+
+
+def aborted_message(name: str, error: BaseException, where: Path) -> str:
+    """One line saying that ``name`` was not submitted, why, and that nothing is left."""
+    if isinstance(error, KeyboardInterrupt):
+        why = "the submit was interrupted"
+    elif isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        why = f"no space left on the device holding {where.parent}"
+    else:
+        detail = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        why = f"writing the job directory failed ({detail or type(error).__name__})"
+    return f"{name} was not submitted: {why}; nothing was left, so the cell can run again"
+
+
+def _discard(root: Path) -> None:
+    """Remove a half-written job directory, even when a second Ctrl-C arrives meanwhile."""
+    for _ in range(3):
+        try:
+            shutil.rmtree(root, ignore_errors=True)
+            return
+        except KeyboardInterrupt:
+            continue
