@@ -6,10 +6,15 @@ kernel carries nothing of that kernel's environment into another kernel's job.""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from jupyter_ddl.backends.local import LocalBackend
+from jupyter_ddl.backends.local.warm import spare_environ
 from jupyter_ddl.config import Config
 from jupyter_ddl.models import JobState
 from tests.local.conftest import ready_spare, submit, wait
@@ -125,3 +130,49 @@ def test_a_warm_job_finds_no_secret_of_its_kernel_or_of_the_kernel_that_started_
     record = json.loads((backend.job_dir(name) / "supervisor.json").read_text())
     assert record.get("warm") and record.get("spare") == spare, record
     assert hits == []
+
+
+SCRUB = r"""
+import os, sys
+from jupyter_ddl.backends.local.spare import scrub_initial_environ
+needle = bytes.fromhex(sys.argv[1])
+keep = {"KEPT": os.environ["KEPT"]}
+os.environ.clear()
+os.environ.update(keep)
+scrub_initial_environ(keep)
+with open("/proc/self/environ", "rb") as f:
+    mine = f.read()
+pid = os.fork()
+if pid == 0:
+    with open("/proc/self/environ", "rb") as f:
+        child = f.read()
+    with open(f"/proc/{os.getppid()}/environ", "rb") as f:
+        parent = f.read()
+    os._exit(0 if needle not in child and needle not in parent and b"KEPT=yes" in child else 3)
+_, status = os.waitpid(pid, 0)
+print(needle in mine, b"KEPT=yes" in mine, os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_the_environment_block_a_process_started_with_is_scrubbed_for_it_and_its_children():
+    repo = str(Path(__file__).resolve().parents[2])
+    env = {"PYTHONPATH": repo, "KEPT": "yes", "PROXY": f"http://a:{PROXY_A}@p.invalid"}
+    done = subprocess.run(
+        [sys.executable, "-c", SCRUB, PROXY_A.encode().hex()],
+        env={**env, "PATH": os.environ["PATH"]}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["False", "True", "0"]
+
+
+def test_a_spare_starts_with_what_the_framework_reads_and_nothing_a_job_brings():
+    kernel = {
+        "PATH": "/usr/bin", "HOME": "/home/u", "OMP_NUM_THREADS": "2", "LANG": "C.UTF-8",
+        "HTTPS_PROXY": f"http://a:{PROXY_A}@p.invalid", "AWS_SECRET_ACCESS_KEY": SECRET,
+        "WANDB_API_KEY": SECRET, "PYTHONPATH": "/src",
+    }  # fmt: skip
+    env = spare_environ(kernel, passthrough=["WANDB_API_KEY"])
+    assert env == {
+        "PATH": "/usr/bin", "HOME": "/home/u", "OMP_NUM_THREADS": "2", "LANG": "C.UTF-8",
+        "PYTHONPATH": "/src",
+    }  # fmt: skip
