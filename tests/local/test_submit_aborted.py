@@ -8,11 +8,15 @@ import errno
 import os
 import resource
 import signal
+import socket
+import sys
 import threading
 
+import psutil
 import pytest
 
-from jupyter_ddl.backends.local import LocalBackend
+from jupyter_ddl.backends.local import LocalBackend, control, warm
+from jupyter_ddl.backends.local.jobdir import write_json
 from jupyter_ddl.config import Config
 from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.errors import JobNotFound, SubmitAborted
@@ -76,3 +80,35 @@ def test_a_submit_the_disk_refuses_leaves_nothing_and_says_why(data_dir):
     backend.submit(_spec("full"), build_bundle("print(1)\n"))
     assert (backend.root / "full" / "spec.json").exists()
     backend.delete("full")
+
+
+def test_a_submit_interrupted_while_handing_over_leaves_nothing(data_dir):
+    """Interrupted while a spare is asked to take the job (here: a listener, this
+    process, that never answers), before any supervisor started."""
+    backend = LocalBackend(Config(local_warm_seconds=60))
+    root = warm.warm_dir(backend.root.parent)
+    root.mkdir(mode=0o700, parents=True)
+    me = psutil.Process()
+    write_json(
+        warm.record_path(root, me.pid),
+        {"pid": me.pid, "create_time": me.create_time(), "python": sys.executable,
+         "package": control.PACKAGE_PARENT},
+    )  # fmt: skip
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with warm.short_address(warm.socket_path(root, me.pid)) as address:
+        listener.bind(address)
+    listener.listen(1)
+    main = threading.get_ident()
+    timer = threading.Timer(1.0, lambda: signal.pthread_kill(main, signal.SIGINT))
+    timer.start()
+    spec = JobSpec(name="handing", strategy="torch-ddp", replicas={"Master": 1})
+    try:
+        with pytest.raises(SubmitAborted) as e:
+            backend.submit(spec, build_bundle("print(1)\n"))
+    finally:
+        timer.cancel()
+        listener.close()
+        for path in root.glob("*"):
+            path.unlink()
+    assert "handing was not submitted: the submit was interrupted" in str(e.value)
+    _left_nothing(backend, "handing")

@@ -93,24 +93,38 @@ class LocalBackend(Backend):
         except (KeyboardInterrupt, OSError) as e:
             _discard(jd.root)
             raise SubmitAborted(aborted_message(spec.name, e, jd.root)) from None
-        # the job's share of the kernel's environment: all that reaches its processes
-        environ = job_environ(os.environ, self.config.local_env_passthrough, spec.secret_env)
-        served, eligible, cold = False, False, None
-        if self.config.local_warm_seconds > 0 and warm.has_warm_path(spec):
-            cold = warm.cold_reason(spec, bundle.requirements, python)
-            if cold is None:
-                got = warm.hand_over(self._warm_dir, jd, environ)
-                if isinstance(got, str):
-                    cold = got
-                else:
-                    control.record_supervisor(jd, *got)
-                    served = True
-                eligible = True
-        if not served:
-            self._spawned.append(control.start_supervisor(jd, environ, cold))  # reaped in _reap()
+        try:
+            eligible = self._start(spec, jd, python, bundle.requirements)
+        except KeyboardInterrupt as e:
+            if jd.supervisor() is not None:  # it runs: the submit is done
+                raise SubmitAborted(
+                    f"{spec.name} was submitted before the interrupt and runs; "
+                    f"`%ddl cancel {spec.name}` stops it"
+                ) from None
+            _discard(jd.root)  # no supervisor yet: nothing may stay behind
+            raise SubmitAborted(aborted_message(spec.name, e, jd.root)) from None
         if eligible:
             self._start_spare()  # for the next job like this one
         return handle
+
+    def _start(self, spec: JobSpec, jd: JobDir, python: str, requirements: Sequence[str]) -> bool:
+        """Give the job a supervisor, a warm spare's or a cold one; whether torch jobs
+        like it can start warm (a spare is then started for the next one)."""
+        # the job's share of the kernel's environment: all that reaches its processes
+        environ = job_environ(os.environ, self.config.local_env_passthrough, spec.secret_env)
+        if self.config.local_warm_seconds <= 0 or not warm.has_warm_path(spec):
+            self._spawned.append(control.start_supervisor(jd, environ))  # reaped in _reap()
+            return False
+        cold = warm.cold_reason(spec, requirements, python)
+        if cold is not None:  # this job never starts warm: no spare for it either
+            self._spawned.append(control.start_supervisor(jd, environ, cold))
+            return False
+        got = warm.hand_over(self._warm_dir, jd, environ)
+        if isinstance(got, str):
+            self._spawned.append(control.start_supervisor(jd, environ, got))
+        else:
+            control.record_supervisor(jd, *got)
+        return True
 
     @property
     def _warm_dir(self) -> Path:
