@@ -101,6 +101,13 @@ class ClusterError(DDLError):
     http_status = 502
 
 
+class SubmitAborted(DDLError):
+    """A submit stopped part-way (interrupted, or the disk refused a file): nothing of
+    the job was left behind, so the same name can be submitted again."""
+
+    http_status = 503
+
+
 class JobFailed(DDLError):
     """A job followed with ``--wait`` / ``%ddl wait`` ended Failed: the job is in a
     state the request did not want."""

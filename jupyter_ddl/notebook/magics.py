@@ -82,7 +82,7 @@ class DDLMagics(Magics):
         if args.help:
             print(help_text())
             return
-        captured = capture_cell(cell, history_of(self.shell), self.ip.user_ns)
+        captured = capture_cell(cell, history_of(self.shell), self.ip.user_ns, os.environ)
         self.last_capture = captured
         for warning in captured.warnings:
             print(f"jupyter-ddl warning: {warning}", file=sys.stderr)

@@ -147,3 +147,26 @@ def test_capture_reads_a_real_shells_history(shell):
     assert "junk" not in c.code
     ns = _executes(c.code)
     assert ns["a"] == pytest.approx(3.14159 * 4 + 2 * 3.14159, rel=1e-4)
+
+
+@pytest.mark.parametrize(
+    "name,secret",
+    [("GITHUB_TOKEN", True), ("AWS_SECRET_ACCESS_KEY", True), ("DB_PASSWORD", True),
+     ("OPENAI_API_KEY", True), ("HF_TOKEN_PATH", False), ("GITHUB_REPOSITORY", False),
+     ("KEYBOARD", False), ("AWS_ACCESS_KEY_ID", False)],
+)  # fmt: skip
+def test_which_variable_names_look_secret(name, secret):
+    from jupyter_ddl.notebook.capture.secrets import looks_secret
+
+    assert looks_secret(name) is secret
+
+
+def test_a_script_holding_a_secret_value_is_refused_naming_variable_and_flag():
+    env = {"MY_TOKEN": "abcdefgh-123", "SHORT_KEY": "1"}
+    captured = capture_cell("print(x, y)", [(1, "y = 1")], {"x": "abcdefgh-123"}, {})
+    assert "abcdefgh-123" in captured.code  # without the environment nothing is refused
+    with pytest.raises(CaptureError) as e:
+        capture_cell("print(x, y)", [(1, "y = 1")], {"x": "abcdefgh-123"}, env)
+    assert "`x` holds the value of the kernel's MY_TOKEN" in str(e.value)
+    assert "--secret-env MY_TOKEN" in str(e.value) and "abcdefgh" not in str(e.value)
+    assert capture_cell("print(y + 1)", [(1, "y = 1")], {}, env).code  # "1" is too short

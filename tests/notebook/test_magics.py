@@ -310,3 +310,31 @@ def test_reports_reads_report_lines_back_per_replica(manager, fake):
         ("master-0", {"loss": 0.5}),
         ("worker-0", {"loss": 0.4, "checksum": 2.0}),
     ]
+
+
+@pytest.mark.parametrize(
+    "assign",
+    # bound where capture finds no source to ship, so the value would travel as a literal
+    ["tok = %env GITHUB_TOKEN", "import os\nglobals().update(tok=os.environ['GITHUB_TOKEN'])"],
+)
+@pytest.mark.parametrize("flags", ["", " --dry-run"])
+def test_a_secret_read_into_a_variable_is_refused_before_anything_is_written(
+    shell, magics, fake, monkeypatch, capsys, assign, flags
+):
+    secret = "ghp_s3cr3t-0f-the-kernel-81c2"
+    monkeypatch.setenv("GITHUB_TOKEN", secret)
+    run(shell, assign)
+    with pytest.raises(ShownError) as e:
+        shell.run_cell_magic(
+            "distribute", f"--strategy torch-ddp --name leak{flags}", "print(len(tok))"
+        )
+    message = str(e.value)
+    assert "`tok` holds the value of the kernel's GITHUB_TOKEN" in message, message
+    assert "--secret-env GITHUB_TOKEN" in message and "\n" not in message
+    assert secret not in message and secret not in capsys.readouterr().out
+    assert not fake.submitted
+    # a variable whose name does not look secret is shipped as before
+    monkeypatch.setenv("GITHUB_REPOSITORY", "someone/some-repository")
+    run(shell, "repo = %env GITHUB_REPOSITORY")
+    shell.run_cell_magic("distribute", "--strategy torch-ddp --name fine", "print(repo)")
+    assert b"someone/some-repository" in fake.submitted[-1][1].files["cell.py"]

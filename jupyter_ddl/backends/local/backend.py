@@ -6,6 +6,7 @@ Everything lives in the job directory (see ``jobdir``), so any LocalBackend inst
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
@@ -17,12 +18,13 @@ from pathlib import Path
 from jupyter_ddl.backends.base import Backend, LogQuery
 from jupyter_ddl.backends.local import control, gpus, warm
 from jupyter_ddl.backends.local.events import watch_job
-from jupyter_ddl.backends.local.jobdir import JobDir, jobs_root
+from jupyter_ddl.backends.local.jobdir import DIR_MODE, JobDir, jobs_root
+from jupyter_ddl.backends.local.launch import job_environ
 from jupyter_ddl.backends.local.logs import iter_logs
 from jupyter_ddl.backends.local.usage import UsageSampler
 from jupyter_ddl.config import Config, data_dir
 from jupyter_ddl.core.strategies import CATALOG
-from jupyter_ddl.errors import JobConflict, JobNotFound, ValidationError
+from jupyter_ddl.errors import JobConflict, JobNotFound, SubmitAborted, ValidationError
 from jupyter_ddl.models import (
     Capabilities,
     CodeBundle,
@@ -77,28 +79,52 @@ class LocalBackend(Backend):
         }
         python = self.config.python or sys.executable
         try:
-            jd.create(spec, bundle, handle, cwd=os.getcwd(), python=python, settings=settings)
+            jd.root.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+            jd.root.mkdir(mode=DIR_MODE)
         except FileExistsError:
             raise JobConflict(
                 f"a local job named {spec.name!r} exists already",
                 hint=f"pick another name, or `%ddl delete {spec.name}` first",
             ) from None
-        served, eligible, cold = False, False, None
-        if self.config.local_warm_seconds > 0 and warm.has_warm_path(spec):
-            cold = warm.cold_reason(spec, bundle.requirements, python)
-            if cold is None:
-                got = warm.hand_over(self._warm_dir, jd, os.environ)
-                if isinstance(got, str):
-                    cold = got
-                else:
-                    control.record_supervisor(jd, *got)
-                    served = True
-                eligible = True
-        if not served:
-            self._spawned.append(control.start_supervisor(jd, cold))  # reaped in _reap()
+        except OSError as e:
+            raise SubmitAborted(aborted_message(spec.name, e, jd.root)) from None
+        try:  # from here the directory is ours: complete, or removed again
+            jd.create(spec, bundle, handle, cwd=os.getcwd(), python=python, settings=settings)
+        except (KeyboardInterrupt, OSError) as e:
+            _discard(jd.root)
+            raise SubmitAborted(aborted_message(spec.name, e, jd.root)) from None
+        try:
+            eligible = self._start(spec, jd, python, bundle.requirements)
+        except KeyboardInterrupt as e:
+            if jd.supervisor() is not None:  # it runs: the submit is done
+                raise SubmitAborted(
+                    f"{spec.name} was submitted before the interrupt and runs; "
+                    f"`%ddl cancel {spec.name}` stops it"
+                ) from None
+            _discard(jd.root)  # no supervisor yet: nothing may stay behind
+            raise SubmitAborted(aborted_message(spec.name, e, jd.root)) from None
         if eligible:
             self._start_spare()  # for the next job like this one
         return handle
+
+    def _start(self, spec: JobSpec, jd: JobDir, python: str, requirements: Sequence[str]) -> bool:
+        """Give the job a supervisor, a warm spare's or a cold one; whether torch jobs
+        like it can start warm (a spare is then started for the next one)."""
+        # the job's share of the kernel's environment: all that reaches its processes
+        environ = job_environ(os.environ, self.config.local_env_passthrough, spec.secret_env)
+        if self.config.local_warm_seconds <= 0 or not warm.has_warm_path(spec):
+            self._spawned.append(control.start_supervisor(jd, environ))  # reaped in _reap()
+            return False
+        cold = warm.cold_reason(spec, requirements, python)
+        if cold is not None:  # this job never starts warm: no spare for it either
+            self._spawned.append(control.start_supervisor(jd, environ, cold))
+            return False
+        got = warm.hand_over(self._warm_dir, jd, environ)
+        if isinstance(got, str):
+            self._spawned.append(control.start_supervisor(jd, environ, got))
+        else:
+            control.record_supervisor(jd, *got)
+        return True
 
     @property
     def _warm_dir(self) -> Path:
@@ -266,3 +292,25 @@ class LocalBackend(Backend):
 def _plain_name(name: str) -> bool:
     """A name that is one directory entry: never a path, never hidden."""
     return bool(name) and "/" not in name and "\0" not in name and not name.startswith(".")
+
+
+def aborted_message(name: str, error: BaseException, where: Path) -> str:
+    """One line saying that ``name`` was not submitted, why, and that nothing is left."""
+    if isinstance(error, KeyboardInterrupt):
+        why = "the submit was interrupted"
+    elif isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        why = f"no space left on the device holding {where.parent}"
+    else:
+        detail = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        why = f"writing the job directory failed ({detail or type(error).__name__})"
+    return f"{name} was not submitted: {why}; nothing was left, so the cell can run again"
+
+
+def _discard(root: Path) -> None:
+    """Remove a half-written job directory, even when a second Ctrl-C arrives meanwhile."""
+    for _ in range(3):
+        try:
+            shutil.rmtree(root, ignore_errors=True)
+            return
+        except KeyboardInterrupt:
+            continue

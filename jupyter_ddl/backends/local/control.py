@@ -55,8 +55,11 @@ def with_package(environ: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-def start_supervisor(jd: JobDir, cold: str | None = None) -> subprocess.Popen[bytes]:
-    """The job's supervisor, in its own session (it survives the kernel and its Ctrl-C);
+def start_supervisor(
+    jd: JobDir, environ: Mapping[str, str], cold: str | None = None
+) -> subprocess.Popen[bytes]:
+    """The job's supervisor, in its own session (it survives the kernel and its Ctrl-C),
+    started with ``environ`` (the job's share of the kernel's, ``launch.job_environ``);
     ``cold``: why a torch job did not start from a warm interpreter (its log says so)."""
     argv = [sys.executable, "-m", "jupyter_ddl.backends.local.supervisor_main", str(jd.root)]
     fd = os.open(jd.supervisor_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
@@ -64,7 +67,7 @@ def start_supervisor(jd: JobDir, cold: str | None = None) -> subprocess.Popen[by
         proc = subprocess.Popen(
             argv + ([cold] if cold else []),
             cwd=jd.root,
-            env=supervisor_env(jd, os.environ),
+            env=supervisor_env(jd, environ),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -162,18 +165,35 @@ def stop_supervisor(jd: JobDir) -> None:
         return
     deadline = time.monotonic() + READY_WAIT
     while not (jd.supervisor() or {}).get("ready") and time.monotonic() < deadline:
-        if not sup.is_running():
+        if ended(sup):
             return
         time.sleep(0.05)
-    try:
+    with contextlib.suppress(psutil.Error):
         sup.send_signal(signal.SIGTERM)
-        sup.wait(timeout=STOP_WAIT)
-    except psutil.TimeoutExpired:
+    if not wait_ended(sup, STOP_WAIT):
         with contextlib.suppress(psutil.Error):
             sup.kill()
-            sup.wait(timeout=5)
+        wait_ended(sup, 5.0)
+
+
+def ended(p: psutil.Process) -> bool:
+    """Whether ``p`` has exited. A supervisor that exited stays a zombie until the kernel
+    that started it reaps it, which a kernel not following the job does not do soon;
+    waiting from another process for the pid to vanish would wait for nothing."""
+    try:
+        return not p.is_running() or p.status() == psutil.STATUS_ZOMBIE
     except psutil.Error:
-        pass
+        return True
+
+
+def wait_ended(p: psutil.Process, timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for ``p`` to exit (see ``ended``)."""
+    deadline = time.monotonic() + timeout
+    while not ended(p):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def stop_leftovers(jd: JobDir) -> None:

@@ -147,9 +147,14 @@ class JobDir:
         python: str,
         settings: dict[str, Any] | None = None,
     ) -> None:
-        """Write everything the supervisor needs; the directory must not exist yet."""
+        """Write everything the supervisor needs into the directory, which must not
+        exist yet or be empty (the caller made it, to claim the name)."""
         self.root.parent.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-        self.root.mkdir(mode=DIR_MODE)
+        try:
+            self.root.mkdir(mode=DIR_MODE)
+        except FileExistsError:
+            if any(self.root.iterdir()):
+                raise
         os.chmod(self.root, DIR_MODE)  # mkdir's mode passes through the umask
         for d in (self.logs_dir, self.bundle_dir):
             d.mkdir(mode=DIR_MODE)

@@ -80,6 +80,19 @@ def inherited_env(
     return out
 
 
+def job_environ(
+    environ: Mapping[str, str], passthrough: Iterable[str] = (), secrets: Iterable[str] = ()
+) -> dict[str, str]:
+    """What the kernel hands a job's supervisor (cold or warm): what its replicas may
+    keep (``inherited_env``) and the kernel's ``CUDA_VISIBLE_DEVICES``, the GPUs the
+    supervisor may share out. Nothing else of the kernel's environment leaves it, so no
+    replica finds it in its parent's ``/proc/<pid>/environ`` either."""
+    env = inherited_env(environ, passthrough, secrets)
+    if "CUDA_VISIBLE_DEVICES" in environ:
+        env["CUDA_VISIBLE_DEVICES"] = environ["CUDA_VISIBLE_DEVICES"]
+    return env
+
+
 def mpirun_argv(
     spec: JobSpec, python: str, entry: str, hostfile: str, *, as_root: bool, env: Mapping[str, str]
 ) -> list[str]:

@@ -1,13 +1,13 @@
 """A spare supervisor: a warm interpreter that becomes the next torch job's supervisor.
 
-Started by ``warm.start_spare`` (``python -c warm.BOOT``) in its own session, with what
-a replica keeps of the kernel's environment. It has imported torch (no device touched)
+Started by ``warm.start_spare`` (``python -c warm.BOOT``) in its own session, with only
+the variables the framework reads as it loads (``warm.spare_environ``). It has imported torch (no device touched)
 before anything of jupyter_ddl, noted what a fresh replica holds at that point
 (``forked.Fresh``), and waits on ``<pid>.sock`` in the warm directory. Given a job
 (``warm.hand_over``) it checks it, forks, and the child, in a session of its own,
 answers and from then on *is* the job's supervisor, exactly as
-``control.start_supervisor`` would have made one: the kernel's environment
-and CPU affinity, the job directory as working directory, output to
+``control.start_supervisor`` would have made one: the job's environment (nothing left of
+the one the spare started with, see ``scrub_initial_environ``) and the kernel's CPU affinity, the job directory as working directory, output to
 ``supervisor.log``, the subreaper of everything below it, its own ``supervisor.json``;
 then ``supervisor.run_job`` with replicas forked from it. A spare nobody asks for exits
 after its idle time, or when its socket is removed.
@@ -16,6 +16,7 @@ after its idle time, or when its socket is removed.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import select
@@ -24,6 +25,7 @@ import struct
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -166,11 +168,40 @@ def _refusal(request: Any, uid: int, root: Path) -> str | None:
     return None
 
 
+def scrub_initial_environ(keep: Mapping[str, str]) -> None:
+    """Overwrite, in the environment block this process was started with (what
+    ``/proc/<pid>/environ`` shows, and what every process forked from it inherits),
+    each entry that ``keep`` does not hold with the same value. ``os.environ`` no
+    longer points there; an entry equal to one kept is left, as a library may still
+    hold a pointer into it."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            fields = f.read().rpartition(b")")[2].split()
+        # env_start and env_end: fields 50 and 51 of stat(5), counted after the name
+        start, end = int(fields[47]), int(fields[48])
+    except (OSError, ValueError, IndexError):
+        return
+    if not 0 < start < end or end - start > 1 << 24:
+        return
+    block = ctypes.string_at(start, end - start)
+    offset = 0
+    for entry in block.split(b"\0"):
+        name, _, value = entry.partition(b"=")
+        wanted = keep.get(os.fsdecode(name))
+        if entry and (wanted is None or os.fsencode(wanted) != value):
+            ctypes.memset(start + offset, 0, len(entry))
+        offset += len(entry) + 1
+
+
 def _take(jd: JobDir, request: dict[str, Any], fresh: Fresh, stop: Any, wake: Any) -> int:
     """Become ``jd``'s supervisor, as ``control.start_supervisor`` makes one."""
-    env = control.supervisor_env(jd, {str(k): str(v) for k, v in request["environ"].items()})
+    # the request leaves this frame: a replica forked below may walk its callers' frames
+    environ = request.pop("environ")
+    env = control.supervisor_env(jd, {str(k): str(v) for k, v in environ.items()})
     os.environ.clear()
     os.environ.update(env)
+    scrub_initial_environ(env)
+    del environ, env
     os.chdir(jd.root)
     with contextlib.suppress(OSError, TypeError, ValueError, AttributeError):
         os.sched_setaffinity(0, [int(c) for c in request["affinity"]])

@@ -15,8 +15,8 @@ Files per spare in the warm directory: ``<pid>.json`` (pid, start time, interpre
 package: written when it is started, so a second one is not started meanwhile) and
 ``<pid>.sock`` (there once it is ready). Both go when it takes a job or exits.
 
-The hand-over: the kernel sends the job directory, its environment (what a cold
-supervisor would inherit), its umask and CPU affinity; the spare checks the job and
+The hand-over: the kernel sends the job directory, the job's share of its environment
+(``launch.job_environ``, what a cold supervisor starts with), its umask and CPU affinity; the spare checks the job and
 answers ``ok`` (it is then committed: its child is the job's supervisor) or why not.
 Anything else (no spare ready, no answer, the spare gone mid-way) leaves the job to a
 cold supervisor, and its first replica's log says why: ``cold start: <reason>``.
@@ -39,6 +39,7 @@ from typing import Any
 import psutil
 
 from jupyter_ddl.backends.local import control, ownership
+from jupyter_ddl.backends.local.forked import startup_env
 from jupyter_ddl.backends.local.jobdir import DIR_MODE, JobDir, read_json, write_json
 from jupyter_ddl.backends.local.launch import inherited_env
 from jupyter_ddl.core.strategies import get_strategy
@@ -304,13 +305,13 @@ def start_spare(
     root: Path, seconds: float, environ: Mapping[str, str], passthrough: Iterable[str] = ()
 ) -> subprocess.Popen[bytes] | None:
     """Start a spare unless one of this interpreter is running or starting. It gets
-    what a replica keeps of ``environ`` (``launch.inherited_env``): the framework is
-    imported in the environment its replicas will have."""
+    ``spare_environ``: the framework is imported as its replicas will import it, and
+    nothing else of this kernel's environment is there for another kernel's jobs."""
     if any(True for _ in _spares(root)):
         return None
     root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
     os.chmod(root, DIR_MODE)
-    env = control.with_package(inherited_env(environ, passthrough))
+    env = control.with_package(spare_environ(environ, passthrough))
     env[SPARE_ENV] = str(root)
     fd = os.open(root / "spare.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     with open(fd, "ab") as log:
@@ -330,6 +331,18 @@ def start_spare(
          "package": control.PACKAGE_PARENT},
     )  # fmt: skip
     return proc
+
+
+def spare_environ(environ: Mapping[str, str], passthrough: Iterable[str] = ()) -> dict[str, str]:
+    """What a spare starts with: of what a replica keeps (``launch.inherited_env``), the
+    variables the interpreter and the framework read as they load (``forked.startup_env``,
+    equal for every job it may serve) and PATH. A spare may serve another kernel's job:
+    proxies, passed-through names and secrets are the job's to bring (the hand-over)."""
+    kept = inherited_env(environ, passthrough)
+    env = startup_env(kept)
+    if "PATH" in kept:
+        env["PATH"] = kept["PATH"]
+    return env
 
 
 def stop_spares(root: Path) -> None:

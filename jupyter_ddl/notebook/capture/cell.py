@@ -36,6 +36,7 @@ from jupyter_ddl.notebook.capture.live import (
     unshippable_kind,
     unshippable_warning,
 )
+from jupyter_ddl.notebook.capture.secrets import refuse_secrets
 
 # IPython methods that the transformer turns `!cmd`, `%magic`, `x?` lines into.
 _IPY_CALLS = {"system", "getoutput", "run_line_magic", "run_cell_magic", "run_line_magic_legacy"}
@@ -65,13 +66,18 @@ class Captured:
 
 
 def capture_cell(
-    cell: str, history: Iterable[tuple[int, str]] = (), user_ns: Mapping[str, Any] | None = None
+    cell: str,
+    history: Iterable[tuple[int, str]] = (),
+    user_ns: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Captured:
     """Capture ``cell`` (raw text, IPython syntax allowed) against earlier cells.
 
     ``history``: (execution count, raw source) of the cells executed before, oldest
     first. ``user_ns``: the kernel's namespace, used to recognise modules and live
-    objects. Raises CaptureError for syntax errors and refused IPython lines.
+    objects. ``environ``: the kernel's environment, whose secret-looking values the
+    script may not hold. Raises CaptureError for syntax errors, refused IPython lines
+    and such a secret.
     """
     ns = user_ns or {}
     code, requirements = extract_requirements(cell)
@@ -84,8 +90,11 @@ def capture_cell(
     latest = latest_definitions(defs)
     chosen = select(wanted, defs)
     warnings = _warnings(wanted | {b for d in chosen for b in d.binds}, missing, latest, ns)
+    script = render(chosen, code)
+    if environ:
+        refuse_secrets(script, environ, {b: d.source for d in chosen for b in d.binds})
     return Captured(
-        code=render(chosen, code),
+        code=script,
         cell=code,
         requirements=requirements,
         warnings=warnings,

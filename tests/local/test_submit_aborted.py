@@ -1,0 +1,114 @@
+"""A submit either completes or leaves nothing: interrupted (Ctrl-C) or refused by the
+disk part-way through writing the job directory, it says which in one line and the
+name stays free."""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+import signal
+import socket
+import sys
+import threading
+
+import psutil
+import pytest
+
+from jupyter_ddl.backends.local import LocalBackend, control, warm
+from jupyter_ddl.backends.local.jobdir import write_json
+from jupyter_ddl.config import Config
+from jupyter_ddl.core.bundle import build_bundle
+from jupyter_ddl.errors import JobNotFound, SubmitAborted
+from jupyter_ddl.models import JobSpec
+
+pytestmark = [pytest.mark.timeout(120)]
+
+
+def _spec(name: str) -> JobSpec:
+    return JobSpec(name=name, strategy="tf-mirrored", replicas={"Worker": 1})
+
+
+def _big_bundle(files: int, size: int):
+    bundle = build_bundle("print(1)\n")
+    for i in range(files):
+        bundle.files[f"data/part{i}.py"] = b"#" * size
+    return bundle
+
+
+def _left_nothing(backend: LocalBackend, name: str) -> None:
+    assert not (backend.root / name).exists()
+    assert name not in [s.name for s in backend.list()]
+    with pytest.raises(JobNotFound):
+        backend.get(name)
+
+
+def test_an_interrupted_submit_leaves_nothing_and_says_so(data_dir):
+    backend = LocalBackend(Config(local_warm_seconds=0))
+    bundle = _big_bundle(20000, 10)  # seconds of writing: the interrupt lands inside
+    main = threading.get_ident()
+    timer = threading.Timer(0.3, lambda: signal.pthread_kill(main, signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(SubmitAborted) as e:
+            backend.submit(_spec("cut"), bundle)
+    finally:
+        timer.cancel()
+    message = str(e.value)
+    assert message == (
+        "cut was not submitted: the submit was interrupted; nothing was left, "
+        "so the cell can run again"
+    )
+    _left_nothing(backend, "cut")
+
+
+def test_a_submit_the_disk_refuses_leaves_nothing_and_says_why(data_dir):
+    backend = LocalBackend(Config(local_warm_seconds=0))
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 16, hard))  # writes past 64 KiB fail
+    try:
+        with pytest.raises(SubmitAborted) as e:
+            backend.submit(_spec("full"), _big_bundle(1, 1 << 17))
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert str(e.value) == (
+        f"full was not submitted: writing the job directory failed "
+        f"({os.strerror(errno.EFBIG)}); nothing was left, so the cell can run again"
+    )
+    _left_nothing(backend, "full")
+    # the name is free: the same job goes in once the disk takes it
+    backend.submit(_spec("full"), build_bundle("print(1)\n"))
+    assert (backend.root / "full" / "spec.json").exists()
+    backend.delete("full")
+
+
+def test_a_submit_interrupted_while_handing_over_leaves_nothing(data_dir):
+    """Interrupted while a spare is asked to take the job (here: a listener, this
+    process, that never answers), before any supervisor started."""
+    backend = LocalBackend(Config(local_warm_seconds=60))
+    root = warm.warm_dir(backend.root.parent)
+    root.mkdir(mode=0o700, parents=True)
+    me = psutil.Process()
+    write_json(
+        warm.record_path(root, me.pid),
+        {"pid": me.pid, "create_time": me.create_time(), "python": sys.executable,
+         "package": control.PACKAGE_PARENT},
+    )  # fmt: skip
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with warm.short_address(warm.socket_path(root, me.pid)) as address:
+        listener.bind(address)
+    listener.listen(1)
+    main = threading.get_ident()
+    timer = threading.Timer(1.0, lambda: signal.pthread_kill(main, signal.SIGINT))
+    timer.start()
+    spec = JobSpec(name="handing", strategy="torch-ddp", replicas={"Master": 1})
+    try:
+        with pytest.raises(SubmitAborted) as e:
+            backend.submit(spec, build_bundle("print(1)\n"))
+    finally:
+        timer.cancel()
+        listener.close()
+        for path in root.glob("*"):
+            path.unlink()
+    assert "handing was not submitted: the submit was interrupted" in str(e.value)
+    _left_nothing(backend, "handing")
