@@ -20,7 +20,6 @@ class RoleRule:
     max: int | None  # None: unbounded
     default: int
     gpu: bool = True  # may this role use accelerators?
-    runs_cell: bool = True  # does this role run the user's cell (PS servers do not)?
     # Does ``--replicas N`` count this role? It counts the replicas that train: not the
     # PS, the MPI launcher, the evaluator, nor the ParameterServer chief (a coordinator).
     counted: bool = True
@@ -131,7 +130,7 @@ CATALOG: dict[str, Strategy] = {
             (
                 RoleRule("Chief", 1, 1, 1, counted=False),
                 RoleRule("Worker", 1, None, 2),
-                RoleRule("PS", 1, None, 1, gpu=False, runs_cell=False, counted=False),
+                RoleRule("PS", 1, None, 1, gpu=False, counted=False),
                 RoleRule("Evaluator", 0, 1, 0, counted=False),
             ),
             "python",
@@ -190,7 +189,7 @@ CATALOG: dict[str, Strategy] = {
             "An MPI launcher runs mpirun over the workers; Horovod (or mpi4py) all-reduces.",
             MPIJOB,
             (
-                RoleRule("Launcher", 1, 1, 1, gpu=False, runs_cell=False, counted=False),
+                RoleRule("Launcher", 1, 1, 1, gpu=False, counted=False),
                 RoleRule("Worker", 1, None, 2),
             ),
             "mpirun",

@@ -45,7 +45,6 @@ class DDLMagics(Magics):
         self._manager = manager
         self.session = Session(lambda: self.manager, lambda: widgets_available(self.shell))
         self.last_form: Any = None
-        self.last_capture: Captured | None = None
 
     @property
     def dashboards(self) -> dict[str, Dashboard]:
@@ -83,7 +82,6 @@ class DDLMagics(Magics):
             print(help_text())
             return
         captured = capture_cell(cell, history_of(self.shell), self.ip.user_ns)
-        self.last_capture = captured
         for warning in captured.warnings:
             print(f"jupyter-ddl warning: {warning}", file=sys.stderr)
         if args.strategy:

@@ -64,7 +64,6 @@ class Follower:
         self.stop = threading.Event()
         self.done = threading.Event()
         self.lock = threading.Lock()
-        self.renders = 0
         self.render_times: deque[float] = deque(maxlen=1000)  # for rate checks
         self._threads: list[threading.Thread] = []
 
@@ -149,5 +148,4 @@ class Follower:
         except Exception:  # noqa: BLE001 - a broken view must not kill the follower
             log.exception("rendering the dashboard of %s failed", self.state.name)
             return
-        self.renders += 1
         self.render_times.append(time.monotonic())
