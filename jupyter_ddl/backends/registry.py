@@ -1,4 +1,5 @@
-"""Backends by name: the built-ins and the ``jupyter_ddl.backends`` entry points.
+"""Backends by name: the ``jupyter_ddl.backends`` entry points, the built-ins included
+(``pyproject.toml`` declares them, so one table names every backend).
 
 Outside the ``backends`` package, whose ``__init__`` imports ``base`` and so the
 config: the config checks a backend name here without importing itself back.
@@ -15,25 +16,28 @@ from jupyter_ddl.errors import BackendUnavailable
 if TYPE_CHECKING:
     from jupyter_ddl.backends.base import Backend
 
-# Built-ins, so a source checkout works without being installed.
-BUILTIN = {
-    "local": "jupyter_ddl.backends.local:LocalBackend",
-    "kubernetes": "jupyter_ddl.backends.kubernetes:KubernetesBackend",
-}
+GROUP = "jupyter_ddl.backends"
+
+
+def _registered() -> dict[str, str]:
+    """name -> ``module:Class`` of every installed backend."""
+    return {ep.name: ep.value for ep in entry_points(group=GROUP)}
 
 
 def backend_names() -> list[str]:
-    names = dict(BUILTIN)
-    for ep in entry_points(group="jupyter_ddl.backends"):
-        names.setdefault(ep.name, ep.value)
-    return list(names)
+    """The installed backends' names, ``local`` first (the default of a fresh config)."""
+    return sorted(_registered(), key=lambda n: (n != "local", n))
 
 
 def backend_class(name: str) -> type[Backend]:
-    target = BUILTIN.get(name)
-    if target is None:
-        eps = {ep.name: ep.value for ep in entry_points(group="jupyter_ddl.backends")}
-        target = eps.get(name)
+    """The class of the backend ``name``, imported on first use."""
+    registered = _registered()
+    target = registered.get(name)
+    if target is None and not registered:
+        raise BackendUnavailable(
+            f"backend: no backend is registered (the {GROUP} entry points are missing)",
+            hint="install jupyter-ddl (pip install -e . in a source checkout)",
+        )
     if target is None:
         raise BackendUnavailable(
             f"backend: unknown backend {name!r}; choose one of: {', '.join(backend_names())}"
