@@ -330,7 +330,8 @@ class Supervisor:
     # -- the end ---------------------------------------------------------------------
     def finish(self, state: JobState, message: str | None) -> None:
         if state == JobState.SUCCEEDED:
-            self._let_end(SUCCESS_GRACE, set(self.shape.strategy.server_roles))  # servers are stopped at once
+            # servers are stopped at once
+            self._let_end(SUCCESS_GRACE, set(self.shape.strategy.server_roles))
         elif state == JobState.FAILED:
             self._let_end(FAILURE_SETTLE, set())
             # composed now: the replica that crashed first often exits after the peers
