@@ -23,12 +23,16 @@ if TYPE_CHECKING:
 
 
 class CleanPodPolicy(str, Enum):
+    """Which pods the operator deletes once the job finished (its runPolicy)."""
+
     NONE = "None"
     RUNNING = "Running"
     ALL = "All"
 
 
 class JobState(str, Enum):
+    """Where a job stands, in the operators' spelling."""
+
     PENDING = "Pending"  # accepted, no replica started yet
     CREATED = "Created"
     RUNNING = "Running"
@@ -39,10 +43,13 @@ class JobState(str, Enum):
 
     @property
     def finished(self) -> bool:
+        """True once the job ended (succeeded, failed or cancelled)."""
         return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
 
 
 class ReplicaState(str, Enum):
+    """Where one replica stands."""
+
     PENDING = "Pending"
     RUNNING = "Running"
     RESTARTING = "Restarting"
@@ -52,10 +59,13 @@ class ReplicaState(str, Enum):
 
     @property
     def finished(self) -> bool:
+        """True once the replica ended."""
         return self in (ReplicaState.SUCCEEDED, ReplicaState.FAILED, ReplicaState.TERMINATED)
 
 
 class EventKind(str, Enum):
+    """What a ``JobEvent`` carries."""
+
     STATUS = "status"  # job-level state changed
     REPLICA = "replica"  # one replica's state changed
     LOG = "log"  # one log line
@@ -82,6 +92,8 @@ class Resources:
 
 @dataclass
 class GangScheduling:
+    """Start all replicas together or none (Volcano or the scheduler plugins)."""
+
     scheduler: str = "volcano"  # "volcano" | "scheduler-plugins"
     queue: str | None = None
     priority_class: str | None = None
@@ -91,6 +103,8 @@ class GangScheduling:
 
 @dataclass
 class Toleration:
+    """A Kubernetes toleration, for pods placed on tainted nodes."""
+
     key: str | None = None
     operator: str = "Equal"  # Equal | Exists
     value: str | None = None
@@ -193,13 +207,16 @@ class JobSpec:
         return DEFAULT_BACKOFF_LIMIT if self.backoff_limit is None else self.backoff_limit
 
     def resources_for(self, role: str) -> Resources:
+        """The resources of ``role`` (its own, else the job's)."""
         return self.resources.get(role, self.default_resources)
 
     def to_dict(self) -> dict[str, Any]:
+        """The spec as JSON-ready data."""
         return _plain(asdict(self))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JobSpec:
+        """A spec from ``to_dict``'s data."""
         d = dict(data)
         d["resources"] = {k: Resources(**v) for k, v in d.get("resources", {}).items()}
         d["default_resources"] = Resources(**d.get("default_resources", {}))
@@ -230,6 +247,7 @@ class CodeBundle:
 
     @property
     def digest(self) -> str:
+        """A content digest of the files, entry point and requirements."""
         h = hashlib.sha256()
         for path in sorted(self.files):
             h.update(path.encode() + b"\0" + hashlib.sha256(self.files[path]).digest())
@@ -238,6 +256,7 @@ class CodeBundle:
 
     @property
     def short_digest(self) -> str:
+        """The digest's first 12 hex digits, as shown to people."""
         return self.digest.split(":", 1)[1][:12]
 
 
@@ -259,6 +278,8 @@ class JobHandle:
 
 @dataclass
 class ReplicaStatus:
+    """One replica of a job: where it stands, its exit and restarts."""
+
     role: str  # operator spelling, e.g. "Worker"
     index: int
     state: ReplicaState = ReplicaState.PENDING
@@ -281,11 +302,14 @@ class ReplicaStatus:
 
     @property
     def id(self) -> str:
+        """``worker-0``: the replica's role in lower case and its index."""
         return replica_id(self.role, self.index)
 
 
 @dataclass
 class JobStatus:
+    """Where a job stands, with each of its replicas."""
+
     name: str
     backend: str
     strategy: str
@@ -307,6 +331,7 @@ class JobStatus:
 
     @property
     def ready(self) -> int:
+        """How many replicas are running."""
         return sum(r.state == ReplicaState.RUNNING for r in self.replicas)
 
     @property
@@ -315,6 +340,7 @@ class JobStatus:
         return sum(r.restarts for r in self.replicas)
 
     def to_dict(self) -> dict[str, Any]:
+        """The status as JSON-ready data."""
         d = _plain(asdict(self))
         for r, rs in zip(d["replicas"], self.replicas, strict=True):
             r["id"] = rs.id
@@ -322,6 +348,7 @@ class JobStatus:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JobStatus:
+        """A status from ``to_dict``'s data."""
         d = dict(data)
         d["state"] = JobState(d["state"])
         reps = []
@@ -335,6 +362,8 @@ class JobStatus:
 
 @dataclass(frozen=True)
 class LogLine:
+    """One line a replica printed, with its position in the replica's log."""
+
     replica: str  # "worker-1"
     offset: int  # line number within that replica's log, from 0
     text: str
@@ -359,6 +388,7 @@ class JobEvent:
     source: str | None = None  # METRIC: metrics.SOURCES (report, keras, log)
 
     def to_dict(self) -> dict[str, Any]:
+        """The line as JSON-ready data."""
         return _plain(asdict(self))
 
 

@@ -15,7 +15,7 @@ from jupyter_ddl import JobManager, JobSpec, default_manager
 from jupyter_ddl.backends import backend_class, backend_names, registry
 from jupyter_ddl.config import Config
 from jupyter_ddl.errors import BackendUnavailable
-from tests.backend_contract import *  # noqa: F401,F403 - collects the contract tests
+from tests.backend_contract import *  # noqa: F403 - collects the contract tests
 from tests.backend_contract import default_make_job
 
 ROOT = Path(__file__).resolve().parents[1]
