@@ -16,7 +16,8 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 # the operators' spelling of roles and restart policies: kinds.py holds them
-from jupyter_ddl.core.kinds import RestartPolicy, replica_id
+from jupyter_ddl.core.kinds import RestartPolicy as RestartPolicy
+from jupyter_ddl.core.kinds import replica_id as replica_id
 
 if TYPE_CHECKING:
     from jupyter_ddl.core.shape import JobShape
@@ -212,7 +213,8 @@ class JobSpec:
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as JSON-ready data."""
-        return _plain(asdict(self))
+        out: dict[str, Any] = _plain(asdict(self))
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JobSpec:
@@ -341,7 +343,7 @@ class JobStatus:
 
     def to_dict(self) -> dict[str, Any]:
         """The status as JSON-ready data."""
-        d = _plain(asdict(self))
+        d: dict[str, Any] = _plain(asdict(self))
         for r, rs in zip(d["replicas"], self.replicas, strict=True):
             r["id"] = rs.id
         return d
@@ -389,7 +391,8 @@ class JobEvent:
 
     def to_dict(self) -> dict[str, Any]:
         """The line as JSON-ready data."""
-        return _plain(asdict(self))
+        out: dict[str, Any] = _plain(asdict(self))
+        return out
 
 
 @dataclass(frozen=True)

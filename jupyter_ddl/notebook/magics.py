@@ -24,13 +24,13 @@ from jupyter_ddl.errors import (
 )
 from jupyter_ddl.manager import JobManager, default_manager
 from jupyter_ddl.notebook.args import (
-    DistributeArgs,
     help_text,
     parse_line,
     secret_looking,
     spec_from_args,
 )
 from jupyter_ddl.notebook.capture.cell import Captured, capture_cell, history_of, read_requirements
+from jupyter_ddl.notebook.flags import DistributeArgs
 from jupyter_ddl.notebook.session import Session
 from jupyter_ddl.widgets.dashboard import Dashboard, widgets_available
 
