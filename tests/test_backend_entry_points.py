@@ -11,10 +11,13 @@ from pathlib import Path
 import pytest
 import tomllib
 
-from jupyter_ddl import JobManager, JobSpec, default_manager
+from jupyter_ddl import JobManager, JobSpec, ValidationError, build_bundle, default_manager
 from jupyter_ddl.backends import backend_class, backend_names, registry
 from jupyter_ddl.config import Config
+from jupyter_ddl.core.kinds import TFJOB
+from jupyter_ddl.core.strategies import CATALOG, RoleRule, Strategy
 from jupyter_ddl.errors import BackendUnavailable
+from jupyter_ddl.validation import validate
 from tests.backend_contract import *  # noqa: F403 - collects the contract tests
 from tests.backend_contract import default_make_job
 
@@ -82,11 +85,6 @@ def backend(toy_installed):
 
 
 @pytest.fixture
-def make_job():
-    return default_make_job
-
-
-@pytest.fixture
 def contract_timeout() -> float:
     return 10.0
 
@@ -94,3 +92,23 @@ def contract_timeout() -> float:
 def test_the_contract_runs_over_the_entry_point_backend(backend):
     assert type(backend).__module__ == "tests.support.toy_backend" and backend.name == "toy"
     assert sys.modules["tests.support.toy_backend"].ToyBackend is type(backend)
+
+
+# -- docs/adding-a-strategy.md: a catalog entry is all a new strategy needs ------------
+def test_a_new_strategy_runs_on_an_entry_point_backend(toy_installed, monkeypatch):
+    toy = Strategy(
+        "tf-toy", "tensorflow", "TF toy", "Two workers, each printing a line.", TFJOB,
+        (RoleRule("Worker", 1, 2, 1),), "python", "tf-mirrored",
+    )  # fmt: skip
+    monkeypatch.setitem(CATALOG, toy.name, toy)
+    spec = JobSpec(name="toy-strategy", strategy="tf-toy", replicas={"Worker": 2}, backend="toy")
+    assert spec.shape.strategy is toy and dict(spec.shape.counts) == {"Worker": 2}
+    with pytest.raises(ValidationError, match="Worker"):
+        validate(JobSpec(name="too-many", strategy="tf-toy", replicas={"Worker": 3}))
+    manager = JobManager(config=Config(backend="toy"))
+    manager.submit(spec, build_bundle("print('toy strategy')"))
+    status = manager.wait(spec.name, backend="toy", timeout=30)
+    assert status.state.value == "Succeeded"
+    assert sorted(r.id for r in status.replicas) == ["worker-0", "worker-1"]
+    logs = [line for line in manager.logs(spec.name, backend="toy") if "toy strategy" in line.text]
+    assert sorted(line.replica for line in logs) == ["worker-0", "worker-1"]
