@@ -170,7 +170,7 @@ def _strings(values: Any) -> bool:
 
 
 def _known_backend(key: str, value: str) -> None:
-    from jupyter_ddl.backends.registry import backend_names
+    from jupyter_ddl.backends.names import backend_names
 
     if value not in backend_names():
         raise _problem(

@@ -12,7 +12,7 @@ import pytest
 import tomllib
 
 from jupyter_ddl import JobManager, JobSpec, ValidationError, build_bundle, default_manager
-from jupyter_ddl.backends import backend_class, backend_names, registry
+from jupyter_ddl.backends import backend_class, backend_names, names, registry
 from jupyter_ddl.config import Config
 from jupyter_ddl.core.kinds import TFJOB
 from jupyter_ddl.core.strategies import CATALOG, RoleRule, Strategy
@@ -70,7 +70,7 @@ def test_an_unknown_backend_names_the_installed_ones():
 
 
 def test_no_entry_points_at_all_says_to_install_the_package(monkeypatch):
-    monkeypatch.setattr(registry, "entry_points", lambda group: [])
+    monkeypatch.setattr(names, "entry_points", lambda group: [])
     with pytest.raises(BackendUnavailable, match="no backend is registered") as info:
         backend_class("local")
     assert "pip install -e ." in (info.value.hint or "")

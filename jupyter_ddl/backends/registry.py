@@ -1,39 +1,26 @@
 """Backends by name: the ``jupyter_ddl.backends`` entry points, the built-ins included
-(``pyproject.toml`` declares them, so one table names every backend).
-
-Outside the ``backends`` package, whose ``__init__`` imports ``base`` and so the
-config: the config checks a backend name here without importing itself back.
+(``pyproject.toml`` declares them, so one table names every backend). The names alone
+come from ``names.py``, which the config reads without importing this module.
 """
 
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
+from jupyter_ddl.backends.names import GROUP, registered
+from jupyter_ddl.backends.names import backend_names as backend_names
 from jupyter_ddl.errors import BackendUnavailable
 
 if TYPE_CHECKING:
     from jupyter_ddl.backends.base import Backend
 
-GROUP = "jupyter_ddl.backends"
-
-
-def _registered() -> dict[str, str]:
-    """name -> ``module:Class`` of every installed backend."""
-    return {ep.name: ep.value for ep in entry_points(group=GROUP)}
-
-
-def backend_names() -> list[str]:
-    """The installed backends' names, ``local`` first (the default of a fresh config)."""
-    return sorted(_registered(), key=lambda n: (n != "local", n))
-
 
 def backend_class(name: str) -> type[Backend]:
     """The class of the backend ``name``, imported on first use."""
-    registered = _registered()
-    target = registered.get(name)
-    if target is None and not registered:
+    known = registered()
+    target = known.get(name)
+    if target is None and not known:
         raise BackendUnavailable(
             f"backend: no backend is registered (the {GROUP} entry points are missing)",
             hint="install jupyter-ddl (pip install -e . in a source checkout)",
