@@ -124,7 +124,7 @@ class VolumeMount:
     sub_path: str | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class JobSpec:
     """Framework-neutral description of one distributed job.
 
@@ -133,9 +133,9 @@ class JobSpec:
     ``replicas`` does not name gets the strategy's default, written into ``replicas``, so
     the spec (and spec.json) holds every count; 0 means the role is absent.
     ``resources`` gives per-role resources and ``default_resources`` applies to roles not
-    named there. ``shape`` is the resolved job (``jupyter_ddl.core.shape``), cached until a
-    field is assigned again; change a spec by assigning fields or
-    ``dataclasses.replace``, not by mutating its dicts in place.
+    named there. ``shape`` is the resolved job (``jupyter_ddl.core.shape``), resolved on
+    first use and kept: the spec is immutable, so a changed job is a new spec
+    (``dataclasses.replace``), never a mutated one.
     """
 
     name: str
@@ -175,14 +175,6 @@ class JobSpec:
 
     def __post_init__(self) -> None:
         self._fill()
-        object.__setattr__(self, "_shape", None)  # from here on, assignments re-resolve
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value)
-        if "_shape" in self.__dict__:
-            if name in ("replicas", "strategy", "target"):
-                self._fill()
-            object.__setattr__(self, "_shape", None)
 
     def _fill(self) -> None:
         from jupyter_ddl.core.shape import fill_counts  # shape builds on this module

@@ -162,7 +162,7 @@ class DDLMagics(Magics):
         backend = args.backend or self.manager.config.backend
         name = args.name or self.job_name(cell_id)
         spec = spec_from_args(args, name=name, backend=backend, notebook=notebook)
-        spec.cell_id = cell_id
+        spec = replace(spec, cell_id=cell_id)
         for key in secret_looking(list(spec.env)):
             print(
                 f"jupyter-ddl warning: --env {key} looks like a secret: its value is stored "
