@@ -28,6 +28,7 @@ from jupyter_ddl.errors import ValidationError
 
 
 def data_dir() -> Path:
+    """Where jobs, logs and the config live ($JUPYTER_DDL_DATA_DIR, else the XDG data dir)."""
     env = os.environ.get("JUPYTER_DDL_DATA_DIR")
     if env:
         return Path(env)
@@ -37,6 +38,8 @@ def data_dir() -> Path:
 
 @dataclass
 class Config:
+    """The user's defaults, read from ``config.json`` and checked key by key."""
+
     backend: str = "local"
     namespace: str | None = None
     kube_context: str | None = None
@@ -85,6 +88,7 @@ class Config:
         setattr(self, key, rule.check(key, rule.parse(key, value, getattr(self, key))))
 
     def to_dict(self) -> dict[str, Any]:
+        """The config as JSON-ready data (what ``config.json`` holds)."""
         return asdict(self)
 
 
@@ -166,7 +170,7 @@ def _strings(values: Any) -> bool:
 
 
 def _known_backend(key: str, value: str) -> None:
-    from jupyter_ddl.backends.registry import backend_names
+    from jupyter_ddl.backends.names import backend_names
 
     if value not in backend_names():
         raise _problem(
@@ -245,6 +249,7 @@ assert set(_RULES) == {f.name for f in fields(Config)}, "every config key needs 
 
 # -- the file ----------------------------------------------------------------------------
 def config_path() -> Path:
+    """The config file: ``config.json`` in the data dir."""
     return data_dir() / "config.json"
 
 

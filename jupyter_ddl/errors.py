@@ -40,6 +40,8 @@ class CaptureError(DDLError):
 
 
 class JobNotFound(DDLError):
+    """No job (or replica) of that name: the message names what there is."""
+
     http_status = 404
 
     @classmethod
@@ -82,6 +84,8 @@ class ResourceError(DDLError):
 
 
 class PermissionDenied(DDLError):
+    """The cluster refused an action (RBAC): the message names the verb and resource."""
+
     http_status = 403
 
 
@@ -135,6 +139,7 @@ class ShownError(Exception):
 
     @property
     def http_status(self) -> int:
+        """The HTTP status of the error shown."""
         return self.error.http_status
 
     def _render_traceback_(self) -> list[str]:

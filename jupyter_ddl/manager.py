@@ -48,6 +48,7 @@ class Unavailable:
 
     @classmethod
     def of(cls, backend: str, error: BaseException) -> Unavailable:
+        """The entry for ``backend`` left out because of ``error`` (one line, hint apart)."""
         if isinstance(error, DDLError):
             message, hint = error.message, error.hint
         else:  # a bug in a backend: still only that backend is left out
@@ -60,9 +61,11 @@ class Unavailable:
 
     @property
     def line(self) -> str:
+        """The message, with its hint in parentheses when there is one."""
         return f"{self.message} ({self.hint})" if self.hint else self.message
 
     def to_dict(self) -> dict[str, str | None]:
+        """The entry as JSON-ready data (what the REST API lists)."""
         return {"backend": self.backend, "error": self.error, "message": self.line}
 
 
@@ -104,6 +107,8 @@ class JobList:
 
 
 class JobManager:
+    """The job API: validate, submit, find, watch, read and end jobs on any backend."""
+
     def __init__(
         self, config: Config | None = None, backends: dict[str, Backend] | None = None
     ) -> None:
@@ -117,6 +122,7 @@ class JobManager:
 
     # -- backends -------------------------------------------------------------
     def backend(self, name: str | None = None) -> Backend:
+        """The backend ``name`` (the config's default when None), created on first use."""
         name = name or self.config.backend
         with self._lock:
             if name not in self._backends:
@@ -124,6 +130,7 @@ class JobManager:
             return self._backends[name]
 
     def backend_names(self) -> list[str]:
+        """The names of the installed backends, ``local`` first."""
         return backend_names()
 
     def _mark_down(self, name: str, error: BaseException) -> Unavailable:
@@ -221,6 +228,7 @@ class JobManager:
         raise JobNotFound(f"no job named {name!r}{where}{also}", hint="`%ddl list` shows the jobs")
 
     def get(self, name: str, backend: str | None = None) -> JobStatus:
+        """The status of the job ``name`` on whichever backend holds it."""
         return self.find(name, backend).get(name)
 
     def listing(self, *, backend: str | None = None, notebook: str | None = None) -> JobList:
@@ -251,6 +259,7 @@ class JobManager:
         stop: threading.Event | None = None,
         from_start: bool = True,
     ) -> Iterator[JobEvent]:
+        """The job's events (status, replicas, logs, metrics) until it finished or ``stop``."""
         return self.find(name, backend).watch(name, stop=stop, from_start=from_start)
 
     def logs(
@@ -282,12 +291,15 @@ class JobManager:
         return JobResults(name, status.state.value, status.message, self.reports(name, found.name))
 
     def cancel(self, name: str, backend: str | None = None) -> JobStatus:
+        """Stop the job's replicas; returns its status (cancelling twice is harmless)."""
         return self.find(name, backend).cancel(name)
 
     def delete(self, name: str, backend: str | None = None) -> None:
+        """Cancel the job if it runs, then forget it and its data."""
         self.find(name, backend).delete(name)
 
     def spec(self, name: str, backend: str | None = None) -> JobSpec | None:
+        """The spec the job was submitted with, when its backend kept it."""
         return self.find(name, backend).spec(name)
 
     def wait(
@@ -307,6 +319,7 @@ class JobManager:
             delay = min(delay * 1.5, 1.0)
 
     def close(self) -> None:
+        """Close every backend this manager opened (watchers, connections)."""
         for b in self._backends.values():
             b.close()
 

@@ -16,19 +16,24 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 # the operators' spelling of roles and restart policies: kinds.py holds them
-from jupyter_ddl.core.kinds import RestartPolicy, replica_id
+from jupyter_ddl.core.kinds import RestartPolicy as RestartPolicy
+from jupyter_ddl.core.kinds import replica_id as replica_id
 
 if TYPE_CHECKING:
     from jupyter_ddl.core.shape import JobShape
 
 
 class CleanPodPolicy(str, Enum):
+    """Which pods the operator deletes once the job finished (its runPolicy)."""
+
     NONE = "None"
     RUNNING = "Running"
     ALL = "All"
 
 
 class JobState(str, Enum):
+    """Where a job stands, in the operators' spelling."""
+
     PENDING = "Pending"  # accepted, no replica started yet
     CREATED = "Created"
     RUNNING = "Running"
@@ -39,10 +44,13 @@ class JobState(str, Enum):
 
     @property
     def finished(self) -> bool:
+        """True once the job ended (succeeded, failed or cancelled)."""
         return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
 
 
 class ReplicaState(str, Enum):
+    """Where one replica stands."""
+
     PENDING = "Pending"
     RUNNING = "Running"
     RESTARTING = "Restarting"
@@ -52,10 +60,13 @@ class ReplicaState(str, Enum):
 
     @property
     def finished(self) -> bool:
+        """True once the replica ended."""
         return self in (ReplicaState.SUCCEEDED, ReplicaState.FAILED, ReplicaState.TERMINATED)
 
 
 class EventKind(str, Enum):
+    """What a ``JobEvent`` carries."""
+
     STATUS = "status"  # job-level state changed
     REPLICA = "replica"  # one replica's state changed
     LOG = "log"  # one log line
@@ -82,6 +93,8 @@ class Resources:
 
 @dataclass
 class GangScheduling:
+    """Start all replicas together or none (Volcano or the scheduler plugins)."""
+
     scheduler: str = "volcano"  # "volcano" | "scheduler-plugins"
     queue: str | None = None
     priority_class: str | None = None
@@ -91,6 +104,8 @@ class GangScheduling:
 
 @dataclass
 class Toleration:
+    """A Kubernetes toleration, for pods placed on tainted nodes."""
+
     key: str | None = None
     operator: str = "Equal"  # Equal | Exists
     value: str | None = None
@@ -109,7 +124,7 @@ class VolumeMount:
     sub_path: str | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class JobSpec:
     """Framework-neutral description of one distributed job.
 
@@ -118,9 +133,9 @@ class JobSpec:
     ``replicas`` does not name gets the strategy's default, written into ``replicas``, so
     the spec (and spec.json) holds every count; 0 means the role is absent.
     ``resources`` gives per-role resources and ``default_resources`` applies to roles not
-    named there. ``shape`` is the resolved job (``jupyter_ddl.core.shape``), cached until a
-    field is assigned again; change a spec by assigning fields or
-    ``dataclasses.replace``, not by mutating its dicts in place.
+    named there. ``shape`` is the resolved job (``jupyter_ddl.core.shape``), resolved on
+    first use and kept: the spec is immutable, so a changed job is a new spec
+    (``dataclasses.replace``), never a mutated one.
     """
 
     name: str
@@ -160,14 +175,6 @@ class JobSpec:
 
     def __post_init__(self) -> None:
         self._fill()
-        object.__setattr__(self, "_shape", None)  # from here on, assignments re-resolve
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value)
-        if "_shape" in self.__dict__:
-            if name in ("replicas", "strategy", "target"):
-                self._fill()
-            object.__setattr__(self, "_shape", None)
 
     def _fill(self) -> None:
         from jupyter_ddl.core.shape import fill_counts  # shape builds on this module
@@ -193,13 +200,17 @@ class JobSpec:
         return DEFAULT_BACKOFF_LIMIT if self.backoff_limit is None else self.backoff_limit
 
     def resources_for(self, role: str) -> Resources:
+        """The resources of ``role`` (its own, else the job's)."""
         return self.resources.get(role, self.default_resources)
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain(asdict(self))
+        """The spec as JSON-ready data."""
+        out: dict[str, Any] = _plain(asdict(self))
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JobSpec:
+        """A spec from ``to_dict``'s data."""
         d = dict(data)
         d["resources"] = {k: Resources(**v) for k, v in d.get("resources", {}).items()}
         d["default_resources"] = Resources(**d.get("default_resources", {}))
@@ -230,6 +241,7 @@ class CodeBundle:
 
     @property
     def digest(self) -> str:
+        """A content digest of the files, entry point and requirements."""
         h = hashlib.sha256()
         for path in sorted(self.files):
             h.update(path.encode() + b"\0" + hashlib.sha256(self.files[path]).digest())
@@ -238,6 +250,7 @@ class CodeBundle:
 
     @property
     def short_digest(self) -> str:
+        """The digest's first 12 hex digits, as shown to people."""
         return self.digest.split(":", 1)[1][:12]
 
 
@@ -259,6 +272,8 @@ class JobHandle:
 
 @dataclass
 class ReplicaStatus:
+    """One replica of a job: where it stands, its exit and restarts."""
+
     role: str  # operator spelling, e.g. "Worker"
     index: int
     state: ReplicaState = ReplicaState.PENDING
@@ -281,11 +296,14 @@ class ReplicaStatus:
 
     @property
     def id(self) -> str:
+        """``worker-0``: the replica's role in lower case and its index."""
         return replica_id(self.role, self.index)
 
 
 @dataclass
 class JobStatus:
+    """Where a job stands, with each of its replicas."""
+
     name: str
     backend: str
     strategy: str
@@ -307,6 +325,7 @@ class JobStatus:
 
     @property
     def ready(self) -> int:
+        """How many replicas are running."""
         return sum(r.state == ReplicaState.RUNNING for r in self.replicas)
 
     @property
@@ -315,13 +334,15 @@ class JobStatus:
         return sum(r.restarts for r in self.replicas)
 
     def to_dict(self) -> dict[str, Any]:
-        d = _plain(asdict(self))
+        """The status as JSON-ready data."""
+        d: dict[str, Any] = _plain(asdict(self))
         for r, rs in zip(d["replicas"], self.replicas, strict=True):
             r["id"] = rs.id
         return d
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JobStatus:
+        """A status from ``to_dict``'s data."""
         d = dict(data)
         d["state"] = JobState(d["state"])
         reps = []
@@ -335,6 +356,8 @@ class JobStatus:
 
 @dataclass(frozen=True)
 class LogLine:
+    """One line a replica printed, with its position in the replica's log."""
+
     replica: str  # "worker-1"
     offset: int  # line number within that replica's log, from 0
     text: str
@@ -359,7 +382,9 @@ class JobEvent:
     source: str | None = None  # METRIC: metrics.SOURCES (report, keras, log)
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain(asdict(self))
+        """The line as JSON-ready data."""
+        out: dict[str, Any] = _plain(asdict(self))
+        return out
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,15 @@ Fixtures the including module (or its conftest) must provide:
 
 - ``backend``: a ready :class:`jupyter_ddl.backends.Backend` instance; the fixture
   should cancel what is left running at teardown.
-- ``make_job``: a callable ``make_job(code: str) -> (JobSpec, CodeBundle)`` giving a
-  tiny one-replica job with a fresh unique name that runs ``code`` as the cell.
-  :func:`default_make_job` is a good start (a one-replica ``tf-mirrored`` job: the
-  runtime shim imports no framework for it, so the replica starts in well under a
-  second); wrap it to add an image, namespace or backend options.
 
-Optional: ``contract_timeout`` (seconds to wait for a job to finish, default 90).
+Optional:
+
+- ``make_job``: a callable ``make_job(code: str) -> (JobSpec, CodeBundle)`` giving a
+  tiny one-replica job with a fresh unique name that runs ``code`` as the cell. The
+  default is :func:`default_make_job` (a one-replica ``tf-mirrored`` job: the runtime
+  shim imports no framework for it, so the replica starts in well under a second);
+  override it to add an image, namespace or backend options.
+- ``contract_timeout``: seconds to wait for a job to finish (default 90).
 """
 
 from __future__ import annotations
@@ -51,6 +53,11 @@ def default_make_job(code: str, **spec_fields) -> tuple[JobSpec, CodeBundle]:
         **spec_fields,
     )
     return spec, build_bundle(code)
+
+
+@pytest.fixture
+def make_job() -> MakeJob:
+    return default_make_job
 
 
 @pytest.fixture

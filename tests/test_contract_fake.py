@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.backend_contract import *  # noqa: F401,F403 - collects the contract tests
-from tests.backend_contract import default_make_job
+from tests.backend_contract import *  # noqa: F403 - collects the contract tests
 from tests.support.fake_backend import FakeBackend
 
 
@@ -15,11 +14,6 @@ def backend():
     b = FakeBackend(run_code=True)
     yield b
     b.close()
-
-
-@pytest.fixture
-def make_job():
-    return default_make_job
 
 
 @pytest.fixture

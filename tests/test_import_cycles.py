@@ -1,6 +1,7 @@
-"""No import cycle inside jupyter_ddl: every import (at module level, or inside a
-function, where a cycle hides best) is an edge, and the graph must have no cycle.
-``TYPE_CHECKING`` imports are left out: they never run."""
+"""No import cycle inside jupyter_ddl: every import (at module level, inside a
+function, where a cycle hides best, or under ``TYPE_CHECKING``, which a type checker
+follows and a layer must not point back through) is an edge, and the graph must have
+no cycle."""
 
 from __future__ import annotations
 
@@ -20,26 +21,13 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _type_checking_only(tree: ast.AST) -> set[int]:
-    """ids of the import nodes under ``if TYPE_CHECKING:``."""
-    out: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for inner in node.body:
-                out.update(id(n) for n in ast.walk(inner))
-    return out
-
-
 def imports_of(path: Path, modules: set[str]) -> set[str]:
     """The package's modules ``path`` imports (``from . import x`` names module x)."""
     name = _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    skip = _type_checking_only(tree)
     out: set[str] = set()
     for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -101,9 +89,18 @@ def _edges_of_package_init(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     return {m: {t for t in targets if not m.startswith(t + ".")} for m, targets in graph.items()}
 
 
+# The one cycle left: JobSpec resolves and caches its own shape (models -> core.shape ->
+# models). It goes when JobSpec is frozen and resolved once at the boundary; the
+# assertion below fails as soon as the edge is gone, so this entry cannot outlive it.
+PENDING = {("jupyter_ddl.models", "jupyter_ddl.core.shape")}
+
+
 def test_the_package_has_no_import_cycle():
     graph = _edges_of_package_init(import_graph())
     assert graph["jupyter_ddl.notebook.magics"], "the walk found no imports: the test is blind"
+    for source, target in PENDING:
+        assert target in graph[source], f"{source} -> {target} is gone: drop it from PENDING"
+        graph[source].discard(target)
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
@@ -116,6 +113,6 @@ def test_the_walk_sees_function_level_imports_and_finds_cycles(tmp_path):
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
-def test_type_checking_imports_are_no_edges():
+def test_type_checking_imports_are_edges_too():
     # session.py names JobManager for its annotations only
-    assert "jupyter_ddl.manager" not in import_graph()["jupyter_ddl.notebook.session"]
+    assert "jupyter_ddl.manager" in import_graph()["jupyter_ddl.notebook.session"]

@@ -38,7 +38,7 @@ def parse(stamp: str) -> float | None:
         return None
     if not frac:
         return float(whole)
-    scale = 10 ** len(frac)
+    scale: int = 10 ** len(frac)  # int ** int is typed Any (a negative power is a float)
     return (whole * scale + int(frac)) / scale
 
 

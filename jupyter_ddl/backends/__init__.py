@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from jupyter_ddl.backends.base import Backend
-    from jupyter_ddl.backends.registry import BUILTIN, backend_class, backend_names
+    from jupyter_ddl.backends.registry import backend_class, backend_names
 
-__all__ = ["BUILTIN", "Backend", "backend_class", "backend_names"]
+__all__ = ["Backend", "backend_class", "backend_names"]
 
 
 def __getattr__(name: str) -> Any:
@@ -19,7 +19,7 @@ def __getattr__(name: str) -> Any:
         from jupyter_ddl.backends.base import Backend
 
         return Backend
-    if name in ("BUILTIN", "backend_class", "backend_names"):
+    if name in ("backend_class", "backend_names"):
         from jupyter_ddl.backends import registry as backend_registry
 
         return getattr(backend_registry, name)

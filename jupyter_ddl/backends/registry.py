@@ -1,39 +1,30 @@
-"""Backends by name: the built-ins and the ``jupyter_ddl.backends`` entry points.
-
-Outside the ``backends`` package, whose ``__init__`` imports ``base`` and so the
-config: the config checks a backend name here without importing itself back.
+"""Backends by name: the ``jupyter_ddl.backends`` entry points, the built-ins included
+(``pyproject.toml`` declares them, so one table names every backend). The names alone
+come from ``names.py``, which the config reads without importing this module.
 """
 
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
+from jupyter_ddl.backends.names import GROUP, registered
+from jupyter_ddl.backends.names import backend_names as backend_names
 from jupyter_ddl.errors import BackendUnavailable
 
 if TYPE_CHECKING:
     from jupyter_ddl.backends.base import Backend
 
-# Built-ins, so a source checkout works without being installed.
-BUILTIN = {
-    "local": "jupyter_ddl.backends.local:LocalBackend",
-    "kubernetes": "jupyter_ddl.backends.kubernetes:KubernetesBackend",
-}
-
-
-def backend_names() -> list[str]:
-    names = dict(BUILTIN)
-    for ep in entry_points(group="jupyter_ddl.backends"):
-        names.setdefault(ep.name, ep.value)
-    return list(names)
-
 
 def backend_class(name: str) -> type[Backend]:
-    target = BUILTIN.get(name)
-    if target is None:
-        eps = {ep.name: ep.value for ep in entry_points(group="jupyter_ddl.backends")}
-        target = eps.get(name)
+    """The class of the backend ``name``, imported on first use."""
+    known = registered()
+    target = known.get(name)
+    if target is None and not known:
+        raise BackendUnavailable(
+            f"backend: no backend is registered (the {GROUP} entry points are missing)",
+            hint="install jupyter-ddl (pip install -e . in a source checkout)",
+        )
     if target is None:
         raise BackendUnavailable(
             f"backend: unknown backend {name!r}; choose one of: {', '.join(backend_names())}"

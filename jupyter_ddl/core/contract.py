@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from jupyter_ddl.core.kinds import MPIJobKind, PyTorchJobKind, TFJobKind, TrainJobKind
-from jupyter_ddl.core.shape import JobShape, rid
+from jupyter_ddl.core.shape import JobShape
+from jupyter_ddl.core.shape import rid as rid  # callers read contract.rid
 from jupyter_ddl.errors import ValidationError
 from jupyter_ddl.models import JobSpec
 

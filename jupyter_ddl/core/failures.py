@@ -171,12 +171,6 @@ def teardown_start(lines: Sequence[str]) -> int | None:
     return None
 
 
-def last_traceback(lines: Sequence[str], limit: int = TAIL) -> list[str]:
-    """The end of the last Python traceback in ``lines`` (its last frames and the
-    exception line, at most ``limit`` lines), else the last few non-empty lines."""
-    return _traceback(lines, limit)[0]
-
-
 #: launchers that wrap a child's failure in an exception of their own (torchrun's
 #: summary names no exception): the child's own traceback, printed earlier, is the cause
 _WRAPPERS = ("ChildFailedError",)
@@ -228,12 +222,6 @@ _EXCEPTION = re.compile(r"^[\w.]+(Error|Exception|Exit|Interrupt|Failure)\b")
 
 def _named_exception(lines: Sequence[str]) -> str | None:
     return next((t.strip() for t in reversed(lines) if _EXCEPTION.match(t.strip())), None)
-
-
-def exception_line(lines: Sequence[str]) -> str | None:
-    """``ValueError: boom``: the exception the last traceback in ``lines`` ended with,
-    or a line that names one."""
-    return _traceback(lines, TAIL)[1]
 
 
 def how_it_ended(r: ReplicaOutcome) -> str:

@@ -283,7 +283,7 @@ def _ordered(roles: Mapping[str, int]) -> list[str]:
 def _nproc_per_node(spec: JobSpec, strategy: Strategy, resources: Mapping[str, Resources]) -> int:
     """Processes per replica: torch strategies run one per GPU (or ``nproc_per_node``);
     ``torch-dp`` drives every GPU from one process; TF and MPI ranks are one per replica."""
-    if strategy.framework != "pytorch" or strategy.name == "torch-dp":
+    if not strategy.process_per_gpu:
         return 1
     n = spec.nproc_per_node
     if isinstance(n, int) and not isinstance(n, bool) and n >= 1:

@@ -20,10 +20,12 @@ class RoleRule:
     max: int | None  # None: unbounded
     default: int
     gpu: bool = True  # may this role use accelerators?
-    runs_cell: bool = True  # does this role run the user's cell (PS servers do not)?
     # Does ``--replicas N`` count this role? It counts the replicas that train: not the
     # PS, the MPI launcher, the evaluator, nor the ParameterServer chief (a coordinator).
     counted: bool = True
+    # A server waits for work until stopped (PS, and the workers a TF coordinator
+    # dispatches to): once the job succeeded it is stopped at once, not waited for.
+    serves: bool = False
 
     def allows(self, n: int) -> bool:
         return n >= self.min and (self.max is None or n <= self.max)
@@ -50,6 +52,7 @@ class Strategy:
     trainjob_runtime: str | None = None  # Trainer v2 runtime when targeting TrainJob
     needs_tpu: bool = False
     elastic: bool = False
+    one_process: bool = False  # one process drives every GPU of a replica (DataParallel)
 
     def rule(self, role: str) -> RoleRule | None:
         return next((r for r in self.roles if r.role == role), None)
@@ -61,6 +64,16 @@ class Strategy:
     def default_replicas(self) -> dict[str, int]:
         """Every role's default count, zeros included."""
         return {r.role: r.default for r in self.roles}
+
+    @property
+    def process_per_gpu(self) -> bool:
+        """Does a replica start one training process per GPU (torchrun)?"""
+        return self.framework == "pytorch" and not self.one_process
+
+    @property
+    def server_roles(self) -> frozenset[str]:
+        """The roles stopped as soon as the job succeeded (see ``RoleRule.serves``)."""
+        return frozenset(r.role for r in self.roles if r.serves)
 
     @property
     def counted_roles(self) -> tuple[RoleRule, ...]:
@@ -130,8 +143,8 @@ CATALOG: dict[str, Strategy] = {
             TFJOB,
             (
                 RoleRule("Chief", 1, 1, 1, counted=False),
-                RoleRule("Worker", 1, None, 2),
-                RoleRule("PS", 1, None, 1, gpu=False, runs_cell=False, counted=False),
+                RoleRule("Worker", 1, None, 2, serves=True),
+                RoleRule("PS", 1, None, 1, gpu=False, counted=False, serves=True),
                 RoleRule("Evaluator", 0, 1, 0, counted=False),
             ),
             "python",
@@ -157,6 +170,7 @@ CATALOG: dict[str, Strategy] = {
             (RoleRule("Master", 1, 1, 1),),
             "python",
             "torch-dp",
+            one_process=True,
         ),
         Strategy(
             "torch-ddp",
@@ -190,7 +204,7 @@ CATALOG: dict[str, Strategy] = {
             "An MPI launcher runs mpirun over the workers; Horovod (or mpi4py) all-reduces.",
             MPIJOB,
             (
-                RoleRule("Launcher", 1, 1, 1, gpu=False, runs_cell=False, counted=False),
+                RoleRule("Launcher", 1, 1, 1, gpu=False, counted=False),
                 RoleRule("Worker", 1, None, 2),
             ),
             "mpirun",

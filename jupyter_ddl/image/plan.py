@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_ddl.config import Config
-from jupyter_ddl.core.strategies import get_strategy
 from jupyter_ddl.errors import RegistryError
 from jupyter_ddl.models import CodeBundle, JobSpec
 
@@ -95,7 +94,7 @@ def notebook_container_image(pod: dict[str, Any] | None) -> str | None:
 
 
 def _configured_base(spec: JobSpec, config: Config) -> str:
-    framework = get_strategy(spec.strategy).framework
+    framework = spec.shape.strategy.framework
     base = config.base_images.get(framework)
     if not base:
         raise RegistryError(

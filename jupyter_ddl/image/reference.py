@@ -43,9 +43,6 @@ class Reference:
         """What goes after ``/manifests/``: the digest when pinned, else the tag."""
         return self.digest or self.tag or "latest"
 
-    def with_tag(self, tag: str) -> Reference:
-        return Reference(self.registry, self.repository, tag, None)
-
     def with_digest(self, digest: str) -> Reference:
         return Reference(self.registry, self.repository, self.tag, digest)
 

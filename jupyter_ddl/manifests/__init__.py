@@ -27,7 +27,6 @@ from jupyter_ddl.manifests.common import (
     MANAGED_SELECTOR,
     PREFIX,
     SCHEDULER_NAMES,
-    STRATEGY_ENV,
     WORK_DIR,
     configmap_key,
     configmap_name,
@@ -35,6 +34,7 @@ from jupyter_ddl.manifests.common import (
     secret_name,
 )
 from jupyter_ddl.models import JobSpec
+from jupyter_ddl.runtime.ddl_runtime import STRATEGY_ENV
 
 _BUILDERS = {
     kinds.TFJOB.name: tfjob.build,

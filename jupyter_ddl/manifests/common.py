@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jupyter_ddl.models import JobSpec, Resources
+from jupyter_ddl.runtime.ddl_runtime import DIST_BACKEND_ENV, STRATEGY_ENV
 
 # -- labels and annotations we own ---------------------------------------------------
 PREFIX = "jupyter-ddl.io/"
@@ -31,8 +32,6 @@ MANAGED_SELECTOR = f"{LABEL_MANAGED}=true"
 ISTIO_INJECT = "sidecar.istio.io/inject"  # "false": Istio sidecars never exit (§8)
 
 # -- what the runtime shim reads (jupyter_ddl/runtime/ddl_runtime.py) ------------------
-STRATEGY_ENV = "JUPYTER_DDL_STRATEGY"
-DIST_BACKEND_ENV = "JUPYTER_DDL_DIST_BACKEND"
 JOB_ENV = "JUPYTER_DDL_JOB"
 
 #: where shipped code lives in a replica; equals jupyter_ddl.image.layer.CODE_DIR (tested)

@@ -24,13 +24,13 @@ from jupyter_ddl.errors import (
 )
 from jupyter_ddl.manager import JobManager, default_manager
 from jupyter_ddl.notebook.args import (
-    DistributeArgs,
     help_text,
     parse_line,
     secret_looking,
     spec_from_args,
 )
 from jupyter_ddl.notebook.capture.cell import Captured, capture_cell, history_of, read_requirements
+from jupyter_ddl.notebook.flags import DistributeArgs
 from jupyter_ddl.notebook.session import Session
 from jupyter_ddl.widgets.dashboard import Dashboard, widgets_available
 
@@ -45,7 +45,6 @@ class DDLMagics(Magics):
         self._manager = manager
         self.session = Session(lambda: self.manager, lambda: widgets_available(self.shell))
         self.last_form: Any = None
-        self.last_capture: Captured | None = None
 
     @property
     def dashboards(self) -> dict[str, Dashboard]:
@@ -83,7 +82,6 @@ class DDLMagics(Magics):
             print(help_text())
             return
         captured = capture_cell(cell, history_of(self.shell), self.ip.user_ns, os.environ)
-        self.last_capture = captured
         for warning in captured.warnings:
             print(f"jupyter-ddl warning: {warning}", file=sys.stderr)
         if args.strategy:
@@ -164,7 +162,7 @@ class DDLMagics(Magics):
         backend = args.backend or self.manager.config.backend
         name = args.name or self.job_name(cell_id)
         spec = spec_from_args(args, name=name, backend=backend, notebook=notebook)
-        spec.cell_id = cell_id
+        spec = replace(spec, cell_id=cell_id)
         for key in secret_looking(list(spec.env)):
             print(
                 f"jupyter-ddl warning: --env {key} looks like a secret: its value is stored "

@@ -69,7 +69,7 @@ def prefers_log(values: Sequence[float]) -> bool:
 
 
 def _nice(raw: float) -> float:
-    power = 10 ** math.floor(math.log10(raw))
+    power: float = 10 ** math.floor(math.log10(raw))  # int ** int is typed Any
     f = raw / power
     return (1 if f < 1.5 else 2 if f < 3.5 else 5 if f < 7.5 else 10) * power
 

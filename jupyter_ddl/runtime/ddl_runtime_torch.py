@@ -101,7 +101,10 @@ def teardown_torch(dist: Any, ok: bool, wait: Callable[..., bool] | None = None)
         torch = sys.modules.get("torch")
         if dist.get_backend() == "nccl" and torch is not None and torch.cuda.is_available():
             kwargs["device_ids"] = [torch.cuda.current_device()]
-        barrier = lambda: dist.barrier(**kwargs)  # noqa: E731
+
+        def barrier() -> None:
+            dist.barrier(**kwargs)
+
         if wait is None:
             barrier()
         elif not wait(barrier, f"rank {dist.get_rank()}"):

@@ -181,7 +181,9 @@ class LogsHandler(DDLHandler):
             }
         )
 
-    async def _follow(self, name: str, backend: str | None, replica: str | None, offset: int):
+    async def _follow(
+        self, name: str, backend: str | None, replica: str | None, offset: int
+    ) -> None:
         # Resolve the job before the first byte: a missing job is still a JSON 404.
         found = await self.call(self.manager.find, name, backend)
         stop = threading.Event()

@@ -67,10 +67,10 @@ def torch_option_problems(spec: JobSpec, strategy: Strategy) -> list[str]:
             out.append(
                 f"nproc_per_node: only PyTorch strategies use it, not {strategy.name}; drop it"
             )
-        elif strategy.name == "torch-dp":
+        elif strategy.one_process:
             out.append(
-                "nproc_per_node: torch-dp drives every GPU from one process; drop nproc_per_node "
-                "or choose torch-ddp for one process per GPU"
+                f"nproc_per_node: {strategy.name} drives every GPU from one process; drop "
+                "nproc_per_node or choose torch-ddp for one process per GPU"
             )
         elif spec.nproc_per_node < 1:
             out.append(f"nproc_per_node: {spec.nproc_per_node} is below 1; give 1 or more")

@@ -64,7 +64,6 @@ class Follower:
         self.stop = threading.Event()
         self.done = threading.Event()
         self.lock = threading.Lock()
-        self.renders = 0
         self.render_times: deque[float] = deque(maxlen=1000)  # for rate checks
         self._threads: list[threading.Thread] = []
 
@@ -114,7 +113,7 @@ class Follower:
         except DDLError as e:
             with self.lock:
                 self.state.error = str(e)
-        except Exception as e:  # noqa: BLE001 - thread boundary: show it, never die silently
+        except Exception as e:
             log.exception("watching job %s failed", self.state.name)
             with self.lock:
                 self.state.error = (
@@ -138,7 +137,7 @@ class Follower:
         if self.on_end is not None:
             try:
                 self.on_end()
-            except Exception:  # noqa: BLE001 - a caller's hook must not kill the follower
+            except Exception:
                 log.exception("the end hook of %s failed", self.state.name)
 
     def _render(self, final: bool) -> None:
@@ -146,8 +145,7 @@ class Follower:
             with self.lock:
                 snap = self.view.snapshot(self.state, final)
             self.view.push(snap, final)
-        except Exception:  # noqa: BLE001 - a broken view must not kill the follower
+        except Exception:
             log.exception("rendering the dashboard of %s failed", self.state.name)
             return
-        self.renders += 1
         self.render_times.append(time.monotonic())

@@ -17,7 +17,7 @@
 %load_ext jupyter_ddl
 
 # %%
-from jupyter_ddl.manager import default_manager
+from jupyter_ddl import default_manager
 
 jobs = default_manager()  # jobs.results(NAME): a job's state and its report(...) values
 

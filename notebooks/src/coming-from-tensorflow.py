@@ -66,7 +66,7 @@ def main():
 main()
 
 # %%
-from jupyter_ddl.manager import default_manager
+from jupyter_ddl import default_manager
 
 jobs = default_manager()
 keras = jobs.results(_ddl_job)  # the job's state and each replica's report(...)
@@ -108,9 +108,7 @@ strategy = tf.distribute.MultiWorkerMirroredStrategy()
 # %%
 import yaml
 
-from jupyter_ddl.core.bundle import build_bundle
-from jupyter_ddl.image.layer import build_layer
-from jupyter_ddl.models import JobSpec
+from jupyter_ddl import JobSpec, build_bundle, build_layer
 
 bundle = build_bundle("import tensorflow as tf\nstrategy = tf.distribute.MultiWorkerMirroredStrategy()\n")
 layer = build_layer(bundle)  # "preprocess" + "append": the files, as one layer

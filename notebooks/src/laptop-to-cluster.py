@@ -132,8 +132,7 @@ print({kind: len(text.strip().splitlines()) for kind, text in
 # generated PyTorchJob for the same shape with the hand-written one:
 
 # %%
-from jupyter_ddl.manager import default_manager
-from jupyter_ddl.models import JobSpec, Resources
+from jupyter_ddl import JobSpec, Resources, default_manager
 
 jobs = default_manager()
 OURS = "jupyter-ddl.io/"
@@ -292,8 +291,7 @@ import torch
 
 # %%
 import tarfile, io
-from jupyter_ddl.core.bundle import build_bundle
-from jupyter_ddl.image.layer import build_layer
+from jupyter_ddl import build_bundle, build_layer
 
 bundle = build_bundle("print('hello from', rank)\n")
 layer = build_layer(bundle)
@@ -312,7 +310,7 @@ print("same code, same digest:", same_digest_twice)
 # (`--secret-env NAME`), never in the image.
 
 # %%
-from jupyter_ddl.image.append import code_changes
+from jupyter_ddl import code_changes
 
 changes = code_changes(bundle, base="docker.io/pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime")
 print("command:    ", changes.cmd)
@@ -371,7 +369,7 @@ for role, replica in job["spec"]["pytorchReplicaSpecs"].items():
 # use it directly. Here it renders the four kinds again and checks what came out:
 
 # %%
-from jupyter_ddl.models import GangScheduling
+from jupyter_ddl import GangScheduling
 
 specs = {
     "TFJob": JobSpec(name="demo-tf", strategy="tf-multi-worker-mirrored", replicas={"Worker": 2}),

@@ -31,7 +31,7 @@
 # `.values("loss")` every reported loss in order.
 
 # %%
-from jupyter_ddl.manager import default_manager
+from jupyter_ddl import default_manager
 
 jobs = default_manager()  # the one API behind %%distribute and %ddl
 

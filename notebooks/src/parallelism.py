@@ -18,7 +18,7 @@
 # %%
 import os
 
-from jupyter_ddl.manager import default_manager
+from jupyter_ddl import default_manager
 
 jobs = default_manager()  # jobs.results(NAME): a job's state and its report(...) values
 QUICK = os.environ.get("DDL_WORKSHOP_QUICK", "0")  # "1": fewer repeats, the same checks

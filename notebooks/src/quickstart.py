@@ -55,7 +55,7 @@ print(f"replica {rank} of {world_size}: final loss {loss.item():.4f}, weights ch
 # `jobs.results(NAME)` below reads the job's state and its `report(...)` values.
 
 # %%
-from jupyter_ddl.manager import default_manager
+from jupyter_ddl import default_manager
 
 jobs = default_manager()  # the API behind %%distribute and %ddl
 run = jobs.results(_ddl_job)  # `_ddl_job` names the job the cell above started

@@ -58,7 +58,7 @@ def train(strategy, epochs=4, steps=25):
 # `.values("loss")` every reported loss in order.
 
 # %%
-from jupyter_ddl.manager import default_manager
+from jupyter_ddl import default_manager
 
 jobs = default_manager()  # the one API behind %%distribute and %ddl
 
@@ -197,8 +197,7 @@ sorted(tf_config.latest)
 # namespace `team-a` (computed here, nothing runs):
 
 # %%
-from jupyter_ddl.core.contract import cluster_endpoints, replica_env, replica_ids
-from jupyter_ddl.models import JobSpec
+from jupyter_ddl import JobSpec, cluster_endpoints, replica_env, replica_ids
 
 spec = JobSpec(name="mnist", strategy="tf-parameter-server",
                replicas={"Chief": 1, "Worker": 2, "PS": 1})
@@ -247,8 +246,7 @@ outcome
 # bookkeeping (checkpoints, summaries).
 
 # %% solution
-from jupyter_ddl.core.contract import cluster_endpoints, replica_env
-from jupyter_ddl.models import JobSpec
+from jupyter_ddl import JobSpec, cluster_endpoints, replica_env
 
 spec = JobSpec(name="no-chief", strategy="tf-multi-worker-mirrored", replicas={"Worker": 3})
 env = replica_env(spec, "Worker", 0, cluster_endpoints(spec, namespace="team-a"))

@@ -18,7 +18,7 @@
 import os
 import time
 
-from jupyter_ddl.manager import default_manager
+from jupyter_ddl import default_manager
 
 jobs = default_manager()  # the API behind %%distribute and %ddl
 
@@ -85,7 +85,7 @@ crashed = _ddl_job
 # cause stopped talking first. Then read that replica's own log.
 
 # %%
-from jupyter_ddl.core.failures import diagnose, outcomes
+from jupyter_ddl import diagnose, outcomes
 
 cause = failed_first(crashed)
 root = diagnose(outcomes(jobs.get(crashed).replicas)).root  # what %ddl status shows first
@@ -294,8 +294,7 @@ for step in range(600):
     time.sleep(0.1)
 
 # %%
-from jupyter_ddl.config import load_config
-from jupyter_ddl.manager import JobManager
+from jupyter_ddl import JobManager, load_config
 
 background = _ddl_job
 fresh = JobManager(config=load_config())  # what a restarted kernel starts with
@@ -326,8 +325,7 @@ fresh.close()
 # it fails too; an OOM kill (137) would have been retried.
 
 # %% solution
-from jupyter_ddl.core.restarts import Exit, on_exit
-from jupyter_ddl.models import RestartPolicy
+from jupyter_ddl import Exit, RestartPolicy, on_exit
 
 for policy in (RestartPolicy.NEVER, RestartPolicy.ON_FAILURE, RestartPolicy.EXIT_CODE):
     decided = {code: on_exit(policy, code, None).value for code in (0, 1, 137)}

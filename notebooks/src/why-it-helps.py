@@ -191,7 +191,7 @@ def measure(channels, global_batch, steps, windows, sizes):
 measure(channels, global_batch, steps, windows, sizes)
 
 # %%
-from jupyter_ddl.manager import default_manager
+from jupyter_ddl import default_manager
 
 jobs = default_manager()
 sweep = jobs.results(_ddl_job)  # the job's state and every report(...), in order

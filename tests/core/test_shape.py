@@ -240,16 +240,18 @@ def test_a_spec_names_every_role_so_no_default_comes_back():
     assert JobSpec("j", "torch-ddp", {"Master": 1}).replicas == {"Master": 1, "Worker": 1}
 
 
-def test_the_shape_follows_assignments_and_replace():
+def test_a_spec_is_frozen_and_replace_resolves_anew():
     import dataclasses
 
     spec = JobSpec("j", "torch-ddp")
     assert spec.shape.world_size == 2
-    spec.replicas = {"Worker": 3}
-    assert spec.shape.world_size == 4 and spec.replicas == {"Master": 1, "Worker": 3}
-    spec.nproc_per_node = 2
-    assert spec.shape.world_size == 8
-    assert dataclasses.replace(spec, target="TrainJob").shape.counts == {"Node": 4}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.replicas = {"Worker": 3}  # type: ignore[misc]
+    more = dataclasses.replace(spec, replicas={"Worker": 3})
+    assert more.shape.world_size == 4 and more.replicas == {"Master": 1, "Worker": 3}
+    assert spec.shape.world_size == 2  # the first spec is untouched
+    assert dataclasses.replace(more, nproc_per_node=2).shape.world_size == 8
+    assert dataclasses.replace(more, target="TrainJob").shape.counts == {"Node": 4}
 
 
 def test_unresolvable_specs_raise_one_line():

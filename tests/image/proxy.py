@@ -86,7 +86,7 @@ class FlakyProxy:
                 if self.command != "HEAD":
                     self.wfile.write(r.content)
 
-            do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = _any  # noqa: N815
+            do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = _any
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.host = f"127.0.0.1:{self.httpd.server_address[1]}"

@@ -124,7 +124,7 @@ class TokenServer:
             def log_message(self, *args: object) -> None:  # keep test output quiet
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            def do_GET(self) -> None:
                 server.requests += 1
                 want = f"Basic {base64.b64encode(f'{USER}:{PASSWORD}'.encode()).decode()}"
                 if self.headers.get("Authorization") != want:

@@ -40,7 +40,7 @@ class PodAPI:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 api.seen.append((self.path, self.headers.get("Authorization")))
                 parts = self.path.split("?")[0].strip("/").split("/")
                 pod = (

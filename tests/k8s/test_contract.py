@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.backend_contract import *  # noqa: F401,F403 - collects the contract tests
+from tests.backend_contract import *  # noqa: F403 - collects the contract tests
 from tests.backend_contract import default_make_job
 
 

@@ -1,3 +1,3 @@
 """The shared backend contract, run against the local backend."""
 
-from tests.backend_contract import *  # noqa: F401,F403
+from tests.backend_contract import *  # noqa: F403

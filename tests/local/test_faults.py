@@ -16,6 +16,7 @@ import signal
 import socket
 import threading
 import time
+from dataclasses import replace
 
 import psutil
 import pytest
@@ -186,7 +187,7 @@ def test_too_many_processes_are_refused_before_anything_starts(data_dir):
     assert backend.list() == [] and not (data_dir / "jobs" / "huge").exists()
     small = LocalBackend(Config(local_max_processes=2))
     spec = JobSpec(name="three", strategy="torch-ddp", replicas={"Master": 1, "Worker": 1})
-    spec.nproc_per_node = 2
+    spec = replace(spec, nproc_per_node=2)
     with pytest.raises(ResourceError, match=r"× 2 processes each is 4 local processes.*= 2"):
         small.submit(spec, build_bundle("print(1)"))
 

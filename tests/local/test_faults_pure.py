@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -112,10 +113,10 @@ def test_open_mpi_5_tags_lose_their_space_and_4_keeps_leading_spaces():
 def test_process_count_and_limit():
     ddp = JobSpec(name="d", strategy="torch-ddp", replicas={"Master": 1, "Worker": 3})
     assert process_count(ddp.shape) == 4
-    ddp.nproc_per_node = 2
+    ddp = replace(ddp, nproc_per_node=2)
     assert process_count(ddp.shape) == 8
     mpi = JobSpec(name="m", strategy="horovod", replicas={"Launcher": 1, "Worker": 2})
-    mpi.slots_per_worker = 4
+    mpi = replace(mpi, slots_per_worker=4)
     assert process_count(mpi.shape) == 8  # mpirun's ranks
     check_process_limit(ddp, 8)
     with pytest.raises(ResourceError, match=r"Master 1 \+ Worker 3 × 2 processes each is 8"):

@@ -13,10 +13,10 @@ from jupyter_ddl.backends.local.gpu_usage import (
 )
 from jupyter_ddl.present.state import format_resources
 
-# what `nvidia-smi --query-gpu=index,uuid,utilization.gpu,memory.used,memory.total
+# what `nvidia-smi --query-gpu=index,uuid,utilization.gpu,memory.used
 # --format=csv,noheader,nounits` prints on a two-GPU machine (one MIG-less H100 idle)
-GPUS = """0, GPU-5b3e2a10-aaaa-bbbb-cccc-000000000000, 93, 10452, 81559
-1, GPU-77d1c0ee-aaaa-bbbb-cccc-111111111111, [N/A], 3, 81559
+GPUS = """0, GPU-5b3e2a10-aaaa-bbbb-cccc-000000000000, 93, 10452
+1, GPU-77d1c0ee-aaaa-bbbb-cccc-111111111111, [N/A], 3
 """
 APPS = """4242, GPU-5b3e2a10-aaaa-bbbb-cccc-000000000000, 10440
 4243, GPU-5b3e2a10-aaaa-bbbb-cccc-000000000000, [N/A]
@@ -25,7 +25,7 @@ APPS = """4242, GPU-5b3e2a10-aaaa-bbbb-cccc-000000000000, 10440
 
 def test_parsing_keeps_what_is_there_and_skips_what_is_not():
     gpus = parse_gpus(GPUS + "garbage line\n")
-    assert gpus[0] == Gpu("0", "GPU-5b3e2a10-aaaa-bbbb-cccc-000000000000", 93.0, 10452.0, 81559.0)
+    assert gpus[0] == Gpu("0", "GPU-5b3e2a10-aaaa-bbbb-cccc-000000000000", 93.0, 10452.0)
     assert gpus[1].util_percent is None and gpus[1].memory_used_mb == 3.0
     apps = parse_apps(APPS + "0\n")  # an index-only line (a smaller fake) is no process
     assert [(a.pid, a.used_mb) for a in apps] == [(4242, 10440.0), (4243, None)]
@@ -96,7 +96,7 @@ def test_nvml_is_read_when_it_is_there(monkeypatch):
     monkeypatch.setattr(gpu_usage, "_nvml", _FakeNvml())
     snap = gpu_usage.read_snapshot()
     assert snap == Snapshot(
-        [Gpu("0", "GPU-abc", 41.0, 2048.0, 81920.0)], [GpuProcess(4242, "GPU-abc", 1024.0)]
+        [Gpu("0", "GPU-abc", 41.0, 2048.0)], [GpuProcess(4242, "GPU-abc", 1024.0)]
     )
     assert replica_usage(snap, [4242], None)["gpu_memory_mb"] == 1024.0
 

@@ -6,6 +6,7 @@ import ast
 import json
 import multiprocessing
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -163,7 +164,7 @@ def test_plan_gives_operator_env_and_launchers():
     assert w1.env["A"] == "1" and w1.env["PATH"] == "/bin" and w1.env["CUDA_VISIBLE_DEVICES"] == ""
     assert "TF_CONFIG" not in w1.env and "OMPI_COMM_WORLD_RANK" not in w1.env
     assert w1.env["JUPYTER_DDL_STRATEGY"] == "torch-ddp"
-    spec.nproc_per_node = 2
+    spec = replace(spec, nproc_per_node=2)
     assert launch.plan(spec, python="py", entry="m", hostfile="/h", endpoints=eps, gpus={}, environ={})[0].argv == [
         "py", "-m", "torch.distributed.run", "m"
     ]  # fmt: skip

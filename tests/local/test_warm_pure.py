@@ -4,6 +4,7 @@ they start cold (pure: no process is started)."""
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -40,8 +41,7 @@ def test_a_torch_job_that_cannot_fork_says_why():
     assert warm.cold_reason(spec(command=["bash", "-c", "x"]), [], python) == (
         "the job runs its own command"
     )
-    many = spec()
-    many.nproc_per_node = 2
+    many = replace(spec(), nproc_per_node=2)
     assert (
         warm.cold_reason(many, [], python) == "torchrun starts the processes (--nproc-per-node 2)"
     )
@@ -77,8 +77,7 @@ def test_which_replicas_fork():
     assert forked.why_cold(threads, fresh) == (
         "OMP_NUM_THREADS is not what the warm interpreter was started with"
     )
-    many = spec()
-    many.nproc_per_node = 2
+    many = replace(spec(), nproc_per_node=2)
     assert forked.why_cold(plan(many)[0], fresh) == "torchrun starts this replica's processes"
     mpi = next(x for x in plan(spec("horovod", replicas={"Launcher": 1, "Worker": 1})) if x.argv)
     assert forked.why_cold(mpi, fresh) == "mpirun starts the ranks"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -48,14 +49,16 @@ def shapes() -> list[tuple[str, JobSpec]]:
     for name, strategy in CATALOG.items():
         base = JobSpec(f"{name}-job", name)
         if strategy.needs_tpu:
-            base.default_resources = Resources(tpu=4)
+            base = replace(base, default_resources=Resources(tpu=4))
         out.append((f"{name}-default", base))
-        big = copy.deepcopy(base)
-        big.replicas = {r.role: (r.max or 3) for r in strategy.roles}
+        big = replace(
+            base,
+            replicas={r.role: (r.max or 3) for r in strategy.roles},
+            secret_env=["HF_TOKEN"],
+            env={"EPOCHS": "3"},
+        )
         if not strategy.needs_tpu:
-            big.resources = {r.role: GPU2 for r in strategy.roles if r.gpu}
-        big.secret_env = ["HF_TOKEN"]
-        big.env = {"EPOCHS": "3"}
+            big = replace(big, resources={r.role: GPU2 for r in strategy.roles if r.gpu})
         out.append((f"{name}-max-gpu", big))
         if strategy.trainjob_runtime:
             tj = JobSpec(f"{name}-tj", name, {"Node": 3}, target="TrainJob", default_resources=GPU2)

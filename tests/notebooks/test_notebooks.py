@@ -407,7 +407,7 @@ def test_laptop_to_cluster(run_notebook, lang):
         assert f"kind: {kind}" in code_outputs(nb, "%%distribute"), kind
     assert "volcano" in code_outputs(nb, "%%distribute --strategy torch-ddp --replicas 4")
     # The operator's view kept the operator's fields and dropped ours.
-    shown = code_outputs(nb, "from jupyter_ddl.manager import default_manager")
+    shown = code_outputs(nb, "from jupyter_ddl import JobSpec, Resources, default_manager")
     assert "pytorchReplicaSpecs" in shown and "jupyter-ddl.io/" not in shown
 
 

@@ -68,6 +68,7 @@ def test_wheel_installs_and_enables_both_extensions_without_node(tmp_path):
     (wheel,) = dist.glob("jupyter_ddl-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     data = f"jupyter_ddl-{jupyter_ddl.__version__}.data/data"
+    assert "jupyter_ddl/py.typed" in names  # type checkers read the package's hints
     assert f"{data}/etc/jupyter/jupyter_server_config.d/jupyter_ddl.json" in names
     assert f"{data}/share/jupyter/labextensions/jupyter-ddl/package.json" in names
     assert f"{data}/share/jupyter/labextensions/jupyter-ddl/install.json" in names

@@ -87,7 +87,7 @@ class _Refuse(BaseHTTPRequestHandler):
     def log_message(self, *args: object) -> None:  # keep test output quiet
         pass
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:
         body = json.dumps(UNAUTHORIZED).encode()
         self.send_response(401)
         self.send_header("Content-Type", "application/json")
@@ -95,7 +95,7 @@ class _Refuse(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    do_POST = do_PATCH = do_PUT = do_DELETE = do_GET  # noqa: N815
+    do_POST = do_PATCH = do_PUT = do_DELETE = do_GET
 
 
 @contextmanager

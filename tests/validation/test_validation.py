@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from jupyter_ddl.core import contract, kinds, names
@@ -123,7 +125,7 @@ def test_every_problem_is_reported_at_once():
 def test_every_strategy_default_is_valid(name):
     s = JobSpec(name="ok", strategy=name)
     if CATALOG[name].needs_tpu:
-        s.default_resources = Resources(tpu=8)
+        s = replace(s, default_resources=Resources(tpu=8))
     assert problems(s) == []
 
 

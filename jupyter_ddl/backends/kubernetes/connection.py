@@ -153,7 +153,7 @@ def require_client() -> None:
     """Raise BackendUnavailable (one line) when the ``kubernetes`` client cannot be
     imported: a broken or trimmed environment must not break the local backend."""
     try:
-        import kubernetes.client  # noqa: F401
+        import kubernetes.client
         import kubernetes.config  # noqa: F401
     except ImportError as e:
         raise BackendUnavailable(

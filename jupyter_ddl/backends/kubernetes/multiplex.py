@@ -146,7 +146,7 @@ class LogMultiplexer:
     def _guard(self, fn: Callable[..., None], s: Stream) -> None:
         try:
             fn(s)
-        except Exception as e:  # noqa: BLE001 - a pool thread must report, never vanish
+        except Exception as e:
             log.exception("following the log of pod %s failed; retrying", s.pod)
             self.on_lost(f"following the log of pod {s.pod}: {one_line(e)}")
             if s.is_alive():  # again after the stream's back-off, as a broken stream
@@ -189,7 +189,7 @@ class LogMultiplexer:
         except OSError:
             s.broken = True
             return self._ended(s)
-        except Exception as e:  # noqa: BLE001 - urllib3's errors: network trouble
+        except Exception as e:
             if type(e).__module__.startswith("urllib3"):
                 s.broken = True
                 return self._ended(s)
@@ -293,7 +293,7 @@ class LogMultiplexer:
                 try:
                     self._turn()
                     delay = FIRST_DELAY
-                except Exception as e:  # noqa: BLE001 - reported; the loop goes on
+                except Exception as e:
                     log.exception("the log multiplexer failed; going on in %.1f s", delay)
                     self.on_lost(f"following the logs: {one_line(e)}")
                     self._closed.wait(delay)

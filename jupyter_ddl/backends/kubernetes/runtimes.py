@@ -15,6 +15,7 @@ and a missing one is refused in one line naming the runtimes the cluster has.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,10 +146,11 @@ def runtime_names(conn: Connection) -> list[str]:
     co = conn.client("CustomObjectsApi")
     g, v = TRAINJOB.group, TRAINJOB.version
     names: list[str] = []
-    for call in (
+    calls: tuple[Callable[[], Any], ...] = (
         lambda: co.list_cluster_custom_object(g, v, RUNTIME_PLURALS["ClusterTrainingRuntime"]),
         lambda: co.list_namespaced_custom_object(g, v, conn.namespace, RUNTIME_PLURALS["TrainingRuntime"]),
-    ):  # fmt: skip
+    )  # fmt: skip
+    for call in calls:
         try:
             names += [o["metadata"]["name"] for o in call().get("items") or []]
         except ApiException:

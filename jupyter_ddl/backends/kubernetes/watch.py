@@ -35,7 +35,8 @@ from jupyter_ddl.backends.kubernetes import items as I
 from jupyter_ddl.backends.kubernetes import status as S
 from jupyter_ddl.backends.kubernetes.connection import Connection
 from jupyter_ddl.backends.kubernetes.listwatch import ListWatch
-from jupyter_ddl.backends.kubernetes.multiplex import LogMultiplexer, Stream
+from jupyter_ddl.backends.kubernetes.logstream import Stream
+from jupyter_ddl.backends.kubernetes.multiplex import LogMultiplexer
 from jupyter_ddl.backends.kubernetes.objects import CustomObjects
 from jupyter_ddl.backends.kubernetes.reasons import EVENT_REASONS, event_waiting
 from jupyter_ddl.backends.kubernetes.usage import poll_usage

@@ -22,8 +22,9 @@ from typing import TypeVar
 
 import psutil
 
+from jupyter_ddl._util.atomic import write_atomic
 from jupyter_ddl.backends.local import ownership
-from jupyter_ddl.backends.local.jobdir import FILE_MODE, SUPERVISOR_PATH_ENV, JobDir, write_atomic
+from jupyter_ddl.backends.local.jobdir import FILE_MODE, SUPERVISOR_PATH_ENV, JobDir
 from jupyter_ddl.core.shape import JobShape
 from jupyter_ddl.errors import ResourceError
 from jupyter_ddl.models import JobSpec, JobState, JobStatus, ReplicaState, ReplicaStatus
@@ -149,7 +150,7 @@ def supervisor_alive(jd: JobDir) -> bool:
         return True
     if jd.supervisor() is None:  # not started yet, or never will: judge by age
         try:
-            return time.time() - jd.handle_path.stat().st_mtime < START_GRACE
+            return bool(time.time() - jd.handle_path.stat().st_mtime < START_GRACE)
         except OSError:
             return False
     return False

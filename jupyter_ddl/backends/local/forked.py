@@ -299,6 +299,6 @@ def _stream(fd: int, like: Any) -> io.TextIOWrapper:
     encoding = getattr(like, "encoding", None) or "utf-8"
     errors = getattr(like, "errors", None) or "strict"
     if fd == 0:
-        return io.TextIOWrapper(open(fd, "rb", closefd=False), encoding, errors)  # noqa: SIM115
+        return io.TextIOWrapper(open(fd, "rb", closefd=False), encoding, errors)
     raw = open(fd, "wb", buffering=0, closefd=False)  # noqa: SIM115 - the process's stdout
     return io.TextIOWrapper(raw, encoding, errors, write_through=True)

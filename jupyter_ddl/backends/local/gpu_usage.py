@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-GPU_QUERY = "index,uuid,utilization.gpu,memory.used,memory.total"
+GPU_QUERY = "index,uuid,utilization.gpu,memory.used"
 APPS_QUERY = "pid,gpu_uuid,used_memory"
 MIB = 2**20
 
@@ -27,7 +27,6 @@ class Gpu:
     uuid: str | None = None
     util_percent: float | None = None
     memory_used_mb: float | None = None
-    memory_total_mb: float | None = None
 
 
 @dataclass(frozen=True)
@@ -59,10 +58,8 @@ def parse_gpus(csv_text: str) -> list[Gpu]:
         cells = [c.strip() for c in line.split(",")]
         if not cells or not cells[0].isdigit():
             continue
-        cells += [""] * (5 - len(cells))
-        out.append(
-            Gpu(cells[0], cells[1] or None, _number(cells[2]), _number(cells[3]), _number(cells[4]))
-        )
+        cells += [""] * (4 - len(cells))
+        out.append(Gpu(cells[0], cells[1] or None, _number(cells[2]), _number(cells[3])))
     return out
 
 
@@ -134,7 +131,7 @@ def _from_nvml() -> Snapshot | None:
             uuid = uuid.decode() if isinstance(uuid, bytes) else str(uuid)
             mem = nv.nvmlDeviceGetMemoryInfo(h)
             util = nv.nvmlDeviceGetUtilizationRates(h).gpu
-            gpus.append(Gpu(str(i), uuid, float(util), mem.used / MIB, mem.total / MIB))
+            gpus.append(Gpu(str(i), uuid, float(util), mem.used / MIB))
             for p in nv.nvmlDeviceGetComputeRunningProcesses(h):
                 used = getattr(p, "usedGpuMemory", None)
                 procs.append(GpuProcess(int(p.pid), uuid, used / MIB if used else None))

@@ -132,10 +132,10 @@ class JobDir:
         replicas first, and anything that is not an id is refused here as well."""
         if not _REPLICA_ID.match(replica):
             raise ValueError(f"not a replica id: {replica!r}")
-        return self.logs_dir / f"{replica}.log"
+        return Path(self.logs_dir, f"{replica}.log")
 
     def exists(self) -> bool:
-        return self.spec_path.exists()
+        return bool(self.spec_path.exists())
 
     def create(
         self,

@@ -19,9 +19,8 @@ from dataclasses import dataclass
 
 from jupyter_ddl.core import contract
 from jupyter_ddl.models import JobSpec
+from jupyter_ddl.runtime.ddl_runtime import DIST_BACKEND_ENV, STRATEGY_ENV
 
-STRATEGY_ENV = "JUPYTER_DDL_STRATEGY"  # read by runtime/ddl_runtime.py
-DIST_BACKEND_ENV = "JUPYTER_DDL_DIST_BACKEND"
 TEARDOWN_ENV = "JUPYTER_DDL_TEARDOWN_TIMEOUT"  # read by runtime/ddl_runtime_end.py
 
 # The kernel's variables every replica keeps (README, "The environment of a local

@@ -77,13 +77,6 @@ def die_with_parent(parent: int, sig: int = signal.SIGKILL) -> Callable[[], None
 
 
 # -- identity ------------------------------------------------------------------------
-def identity(p: psutil.Process) -> tuple[int, float] | None:
-    try:
-        return p.pid, p.create_time()
-    except psutil.Error:
-        return None
-
-
 def identified(pid: int, started: float) -> psutil.Process | None:
     """The live process ``pid`` if it is the one that started at ``started``."""
     try:

@@ -15,6 +15,7 @@ import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -30,7 +31,7 @@ def _locked(data_dir: Path) -> Iterator[Path]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _load(path: Path) -> dict[str, dict]:
+def _load(path: Path) -> dict[str, dict[str, Any]]:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -38,12 +39,12 @@ def _load(path: Path) -> dict[str, dict]:
     return data if isinstance(data, dict) else {}
 
 
-def _alive(entry: dict) -> bool:
+def _alive(entry: dict[str, Any]) -> bool:
     pid = entry.get("pid")
     if not isinstance(pid, int) or not psutil.pid_exists(pid):
         return False
     try:
-        return abs(psutil.Process(pid).create_time() - entry.get("create_time", 0)) < 1.0
+        return bool(abs(psutil.Process(pid).create_time() - entry.get("create_time", 0)) < 1.0)
     except psutil.Error:
         return False
 
@@ -52,7 +53,7 @@ def _free_port(taken: set[int]) -> int:
     for _ in range(200):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+            port: int = s.getsockname()[1]
         if port not in taken:
             return port
     raise OSError("no free loopback port found after 200 tries")

@@ -41,7 +41,7 @@ class Replica:
         launch: Launch,
         log_path: Path,
         policy: RestartPolicy,
-        on_line: Callable,
+        on_line: Callable[[Replica, str], None],
         pump: OutputPump,
         *,
         umask: int = -1,

@@ -30,7 +30,6 @@ from jupyter_ddl.backends.local.tracking import JobProcesses, updated_message
 from jupyter_ddl.core import contract, failures
 from jupyter_ddl.core import restarts as policy
 from jupyter_ddl.core.metrics import is_metric_line, parse_metric_line
-from jupyter_ddl.core.strategies import get_strategy
 from jupyter_ddl.models import JobState, JobStatus, ReplicaState, ReplicaStatus
 
 TICK = 0.1  # polling period where process exits cannot be heard (no pidfd)
@@ -331,9 +330,8 @@ class Supervisor:
     # -- the end ---------------------------------------------------------------------
     def finish(self, state: JobState, message: str | None) -> None:
         if state == JobState.SUCCEEDED:
-            strategy = get_strategy(self.spec.strategy)
-            servers = {"PS"} | ({"Worker"} if strategy.name == "tf-parameter-server" else set())
-            self._let_end(SUCCESS_GRACE, servers)  # servers are stopped at once
+            # servers are stopped at once
+            self._let_end(SUCCESS_GRACE, set(self.shape.strategy.server_roles))
         elif state == JobState.FAILED:
             self._let_end(FAILURE_SETTLE, set())
             # composed now: the replica that crashed first often exits after the peers

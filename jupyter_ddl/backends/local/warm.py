@@ -42,7 +42,6 @@ from jupyter_ddl.backends.local import control, ownership
 from jupyter_ddl.backends.local.forked import startup_env
 from jupyter_ddl.backends.local.jobdir import DIR_MODE, JobDir, read_json, write_json
 from jupyter_ddl.backends.local.launch import inherited_env
-from jupyter_ddl.core.strategies import get_strategy
 from jupyter_ddl.models import JobSpec
 
 #: marks a spare: its warm directory, in its environment
@@ -133,7 +132,7 @@ def record_path(root: Path, pid: int) -> Path:
 def has_warm_path(spec: JobSpec) -> bool:
     """Torch strategies can start warm; TensorFlow cannot (forking after importing it
     is unsafe) and MPI ranks are mpirun's."""
-    return get_strategy(spec.strategy).framework == FRAMEWORK
+    return spec.shape.strategy.framework == FRAMEWORK
 
 
 def cold_reason(spec: JobSpec, requirements: Sequence[str], python: str) -> str | None:
