@@ -9,7 +9,7 @@
  */
 import { Panel, Widget } from '@lumino/widgets';
 
-import { el } from './format';
+import { el } from './dom';
 import { followLogs } from './request';
 import { ILogLine } from './tokens';
 

@@ -9,7 +9,8 @@ import { refreshIcon, SidePanel, ToolbarButton } from '@jupyterlab/ui-components
 import { CommandRegistry } from '@lumino/commands';
 import { Panel, Widget } from '@lumino/widgets';
 
-import { basename, el, formatElapsed, stateIcon } from './format';
+import { el } from './dom';
+import { basename, formatElapsed, stateIcon } from './pure/format';
 import { JobsModel } from './model';
 import { CommandIDs, IJobSummary } from './tokens';
 
