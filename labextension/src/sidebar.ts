@@ -21,7 +21,7 @@ import { CommandIDs, IJobSummary } from './tokens';
 const PAGE_SIZE = 50;
 const STATES = ['active', 'Running', 'Pending', 'Restarting', 'Succeeded', 'Failed', 'Cancelled'];
 const SORTS: [SortKey, string][] = [
-  ['start', 'Newest first'],
+  ['start', 'Newest'],
   ['name', 'Name'],
   ['state', 'State']
 ];
@@ -111,7 +111,12 @@ export class JobsPanel extends SidePanel {
     const current = page(shown, this._page, PAGE_SIZE);
     this._page = current.index;
     this.node.dataset.live = String(this._model.live);
-    const empty = all.length ? 'No job matches the filter.' : 'No jobs yet: run a %%distribute cell.';
+    const down = this._model.unavailable.length;
+    const empty = all.length
+      ? 'No job matches the filter.'
+      : down
+        ? `No jobs listed: ${down === 1 ? 'a backend' : `${down} backends`} could not be asked (below).`
+        : 'No jobs yet: run a %%distribute cell.';
     this._status.textContent = this._model.error ?? (shown.length ? '' : empty);
     this._status.classList.toggle('jp-DDL-error', !!this._model.error);
     this._list.hidden = !shown.length;
