@@ -10,6 +10,7 @@
 import { Panel, Widget } from '@lumino/widgets';
 
 import { el } from './dom';
+import { inTimeOrder } from './pure/logs';
 import { followLogs } from './request';
 import { ILogLine } from './tokens';
 
@@ -247,7 +248,7 @@ export class JobLogs extends Panel {
       this._received++;
       fresh.push(line);
     }
-    this._pane.get(ALL)?.append(fresh, true);
+    this._pane.get(ALL)?.append(inTimeOrder(fresh), true);
     const byReplica = new Map<string, ILogLine[]>();
     for (const line of fresh) {
       const mine = byReplica.get(line.replica) ?? [];

@@ -4,6 +4,8 @@ import { test } from 'node:test';
 import {
   activeCount,
   elapsedNow,
+  endedLine,
+  endedSince,
   filterJobs,
   formatStart,
   frequency,
@@ -108,4 +110,18 @@ test('elapsed counts on for a running job and stops for a finished one', () => {
   assert.equal(elapsedNow(jobs[1], undefined, 3000), 10);
   assert.equal(elapsedNow({ ...jobs[1], elapsed: null }, 1000, 3000), null);
   assert.equal(elapsedNow(jobs[1], 5000, 3000), 10, 'a clock going back adds nothing');
+});
+
+test('a job is news when it ends while watched, once', () => {
+  const running = job('x', 'Running', 1);
+  const done = job('x', 'Failed', 1, { message: 'master-0 exited with code 1\nthen more' });
+  const old = job('old', 'Succeeded', 1);
+  let step = endedSince(new Map(), [running, old]);
+  assert.deepEqual(step.ended, [], 'the first list only sets what was seen');
+  step = endedSince(step.seen, [done, old]);
+  assert.deepEqual(step.ended.map(j => j.name), ['x']);
+  assert.deepEqual(endedSince(step.seen, [done, old]).ended, [], 'said once');
+  assert.equal(endedLine(done), 'Training job x failed: master-0 exited with code 1');
+  assert.equal(endedLine(job('y', 'Cancelled', 1)), 'Training job y was cancelled');
+  assert.ok(endedLine(job('z'.repeat(300), 'Succeeded', 1)).length <= 200);
 });

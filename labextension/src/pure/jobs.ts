@@ -134,3 +134,23 @@ export function elapsedNow(job: IJobSummary, receivedMs: number | undefined, now
   }
   return job.elapsed + Math.max(0, nowMs - receivedMs) / 1000;
 }
+
+/**
+ * The jobs that ended since `seen` (key → finished, from the previous list), and the
+ * new `seen`. A job first seen already finished did not end while watched: no news.
+ */
+export function endedSince(
+  seen: ReadonlyMap<string, boolean>,
+  jobs: readonly IJobSummary[]
+): { ended: IJobSummary[]; seen: Map<string, boolean> } {
+  const ended = jobs.filter(j => j.finished && seen.get(jobKey(j)) === false);
+  return { ended, seen: new Map(jobs.map(j => [jobKey(j), j.finished])) };
+}
+
+/** The notification's one line: the end state, and for a failure the job's message. */
+export function endedLine(job: IJobSummary): string {
+  const what = { Succeeded: 'succeeded', Failed: 'failed', Cancelled: 'was cancelled' }[job.state as string] ?? 'ended';
+  const cause = job.state === 'Failed' && job.message ? `: ${job.message.split('\n')[0]}` : '';
+  const line = `Training job ${job.name} ${what}${cause}`;
+  return line.length > 200 ? `${line.slice(0, 199)}…` : line;
+}
