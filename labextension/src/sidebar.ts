@@ -8,7 +8,7 @@
  * the panel. One line per backend the server could not ask (a cluster that is down
  * hides no local job). The toolbar holds stock JupyterLab buttons.
  */
-import { refreshIcon, SidePanel, ToolbarButton } from '@jupyterlab/ui-components';
+import { refreshIcon, SidePanel } from '@jupyterlab/ui-components';
 import { CommandRegistry } from '@lumino/commands';
 import { Panel, Widget } from '@lumino/widgets';
 
@@ -43,15 +43,14 @@ export class JobsPanel extends SidePanel {
     this.title.caption = 'Distributed training jobs';
     const heading = new Widget({ node: el('h2', 'jp-DDL-panel-title', 'Training jobs') });
     this.header.addWidget(heading);
-    this.toolbar.addItem(
-      'refresh',
-      new ToolbarButton({
-        icon: refreshIcon,
-        className: 'jp-DDL-refresh',
-        tooltip: 'Refresh the job list',
-        onClick: () => void this._model.refresh()
-      })
-    );
+    // a plain button: the stock ToolbarButton's web component carries aria-pressed and
+    // aria-disabled on an element without a role (axe-core: aria-allowed-attr, critical)
+    const refresh = el('button', 'jp-DDL-refresh jp-ToolbarButtonComponent');
+    refresh.title = 'Refresh the job list';
+    refresh.setAttribute('aria-label', 'Refresh the job list');
+    refresh.appendChild(refreshIcon.element({ tag: 'span', elementSize: 'normal' }));
+    refresh.onclick = () => void this._model.refresh();
+    this.toolbar.addItem('refresh', new Widget({ node: refresh }));
     const body = new Widget();
     body.addClass('jp-DDL-panel-body');
     this._status.className = 'jp-DDL-panel-status';

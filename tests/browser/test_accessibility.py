@@ -55,7 +55,9 @@ def test_panel_and_job_view_have_no_serious_axe_violation(
     try:
         lp.open()
         if theme == "dark":
-            page.wait_for_selector('body[data-jp-theme-light="false"]', timeout=60_000)
+            page.wait_for_selector(
+                'body[data-jp-theme-light="false"]', state="attached", timeout=60_000
+            )
         lp.show_jobs()
         page.wait_for_selector(f'{lp.row(finished_job)}[data-state="Succeeded"]', timeout=60_000)
         page.add_script_tag(path=str(AXE))
