@@ -1,7 +1,7 @@
 """Metric charts as SVG text (no plotting library, no script), for the cell's dashboard
 and the saved record.
 
-The same rules as the sidebar's charts (labextension/src/series.ts), so both agree:
+The same rules as the sidebar's charts (labextension/src/pure/series.ts), so both agree:
 one chart per metric name and source (a ``report()`` loss and a Keras progress loss
 are different charts: together they double-count and saw-tooth), one line per replica
 with a legend, a log axis when the values are positive and span three decades or more,

@@ -37,6 +37,13 @@ def attach_line(name: str) -> str:
     return f"`%ddl attach {name}` follows this job again; `%ddl logs {name}` shows every line"
 
 
+def lines_title(kept: int, total: int) -> str:
+    """``1 line``, ``all 3 lines``, ``last 5 of 40 lines``: a replica log's size in words."""
+    if total <= 1:
+        return f"{total} line" if total == 1 else "no lines"
+    return f"all {total} lines" if kept >= total else f"last {kept} of {total} lines"
+
+
 def _replica_order(st: DashboardState, root: str | None) -> list[str]:
     """The root cause's replica first, then the others in job order."""
     ids = [rid for rid, v in st.replicas.items() if v.lines]
@@ -54,12 +61,12 @@ def record_bundle(st: DashboardState, per_replica: int = PER_REPLICA) -> dict[st
     for rid in _replica_order(st, root):
         v = st.replicas[rid]
         kept = min(n, len(v.lines))
-        title = f"{v.label} (last {kept} of {v.line_count} lines)"
-        texts.append(f"--- {title}\n{replica_log_text(st, rid, n)}")
+        count = lines_title(kept, v.line_count)
+        texts.append(f"--- {v.label} ({count})\n{replica_log_text(st, rid, n)}")
         sections.append(
             f"<details open data-replica='{escape(rid)}'><summary style='color:{v.color}'>"
-            f"<b>{escape(v.label)}</b> <span style='{MUTED}'>(last {kept} of "
-            f"{v.line_count} lines)</span></summary>{replica_log_html(st, rid, n)}</details>"
+            f"<b>{escape(v.label)}</b> <span style='{MUTED}'>({escape(count)})</span>"
+            f"</summary>{replica_log_html(st, rid, n)}</details>"
         )
     texts.append(attach_line(st.name))
     attach = (

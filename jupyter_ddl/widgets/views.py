@@ -184,9 +184,19 @@ class WidgetView:
         self.header = w.HTML(header_html(state))
         self.cancel_button = w.Button(description="Cancel", button_style="danger", icon="stop")
         self.detach_button = w.Button(description="Detach", icon="unlink")
-        for b in (self.cancel_button, self.detach_button):
+        # Cancel asks first, inline (as the job view's dialog does): a stray click on
+        # a red button must not end hours of training
+        self.confirm_button = w.Button(description="Stop the job", button_style="danger")
+        self.keep_button = w.Button(description="Keep running")
+        self.confirm = w.HBox(
+            [w.Label(f"Stop {state.name}?"), self.confirm_button, self.keep_button],
+            layout=w.Layout(display="none"),
+        )
+        for b in (self.cancel_button, self.detach_button, self.confirm_button, self.keep_button):
             b.add_class("ddl-live-button")
-        self.cancel_button.on_click(lambda _b: on_cancel())
+        self.cancel_button.on_click(lambda _b: self._ask(True))
+        self.keep_button.on_click(lambda _b: self._ask(False))
+        self.confirm_button.on_click(lambda _b: self._confirmed(on_cancel))
         self.detach_button.on_click(lambda _b: on_detach())
         self.offline = w.HTML(offline_html(state.name))
         self.cause = w.HTML()
@@ -199,6 +209,7 @@ class WidgetView:
         self.box = w.VBox(
             [
                 w.HBox([self.header, self.cancel_button, self.detach_button]),
+                self.confirm,
                 self.offline,
                 self.cause,
                 self.table,
@@ -209,6 +220,15 @@ class WidgetView:
         self.box.add_class("ddl-dashboard")
         self._root: str | None = None
         slot.live(self.box, f"{state.name}: live dashboard (needs the kernel that started it)")
+
+    def _ask(self, asking: bool) -> None:
+        """Show the inline "Stop the job?" question instead of Cancel, or put Cancel back."""
+        self.confirm.layout.display = "flex" if asking else "none"
+        self.cancel_button.layout.display = "none" if asking else None
+
+    def _confirmed(self, on_cancel: Callable[[], None]) -> None:
+        self._ask(False)
+        on_cancel()
 
     def snapshot(self, state: DashboardState, final: bool) -> Any:
         if final:
@@ -230,6 +250,7 @@ class WidgetView:
     def push(self, snapshot: Any, final: bool) -> None:
         if final:
             self.cancel_button.disabled = self.detach_button.disabled = True
+            self.confirm_button.disabled = True
             self.slot.show(snapshot["final"])  # the record replaces the live view
             return
         for key in ("header", "cause", "table", "merged", "chart"):
@@ -241,7 +262,7 @@ class WidgetView:
             self._root = snapshot["root"]  # open the root cause's own log, once
             self.tabs.selected_index = 1 + list(self.replica_logs).index(self._root)
         if snapshot["finished"]:
-            self.cancel_button.disabled = True
+            self.cancel_button.disabled = self.confirm_button.disabled = True
             self.detach_button.disabled = True
 
     def _push_replicas(self, logs: dict[str, str], labels: dict[str, str]) -> None:

@@ -6,7 +6,8 @@
  */
 import { Widget } from '@lumino/widgets';
 
-import { el, formatNumber } from './format';
+import { el } from './dom';
+import { formatNumber } from './pure/format';
 import {
   IAxis,
   IChartData,
@@ -18,7 +19,7 @@ import {
   values,
   valuesAt,
   yAxis
-} from './series';
+} from './pure/series';
 
 const W = 600;
 const H = 210;

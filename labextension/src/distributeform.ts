@@ -9,16 +9,9 @@ import { Dialog, showDialog, showErrorMessage } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { Widget } from '@lumino/widgets';
 
-import {
-  applyDistribute,
-  cellBody,
-  flagsFor,
-  IChoice,
-  parseFlags,
-  sourcesUpTo,
-  suggestStrategy
-} from './distribute';
-import { el } from './format';
+import { applyDistribute, sourcesUpTo } from './distribute';
+import { el } from './dom';
+import { cellBody, flagsFor, IChoice, parseFlags, suggestStrategy } from './pure/flags';
 import { requestAPI } from './request';
 import { IBackends, ICatalog, IStrategy } from './tokens';
 

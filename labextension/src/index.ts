@@ -7,16 +7,19 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { ICommandPalette, MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
+import { ICommandPalette, MainAreaWidget, Notification, WidgetTracker } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { IStatusBar } from '@jupyterlab/statusbar';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { distributeActiveCell } from './distributeform';
 import { JobModel } from './jobmodel';
 import { JobView } from './jobview';
 import { JobsModel } from './model';
+import { activeCount, endedLine, endedSince } from './pure/jobs';
 import { JobsPanel } from './sidebar';
+import { RunningItem } from './statusitem';
 import { CommandIDs, DEFAULT_SETTINGS, ISettings, PLUGIN_ID } from './tokens';
 
 const ddlIcon = new LabIcon({
@@ -32,13 +35,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
   description: 'Distributed training jobs: sidebar, job view with live logs, Distribute this cell.',
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [ISettingRegistry, ICommandPalette, ILayoutRestorer],
+  optional: [ISettingRegistry, ICommandPalette, ILayoutRestorer, IStatusBar],
   activate: async (
     app: JupyterFrontEnd,
     notebooks: INotebookTracker,
     registry: ISettingRegistry | null,
     palette: ICommandPalette | null,
-    restorer: ILayoutRestorer | null
+    restorer: ILayoutRestorer | null,
+    statusBar: IStatusBar | null
   ) => {
     const settings: ISettings = { ...DEFAULT_SETTINGS };
     const jobs = new JobsModel(settings.refreshInterval);
@@ -69,6 +73,49 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
 
+    app.commands.addCommand(CommandIDs.openPanel, {
+      label: 'Show training jobs',
+      execute: () => app.shell.activateById(panel.id)
+    });
+
+    // a job that ends while this page watches it: said in JupyterLab's notifications
+    let seen = new Map<string, boolean>();
+    jobs.changed.connect(() => {
+      const step = endedSince(seen, jobs.jobs);
+      seen = step.seen;
+      for (const job of step.ended) {
+        const options = {
+          autoClose: job.state === 'Failed' ? (false as const) : 8000,
+          actions: [
+            {
+              label: 'Open',
+              caption: `Open the job view of ${job.name}`,
+              callback: () => void app.commands.execute(CommandIDs.openJob, { name: job.name })
+            }
+          ]
+        };
+        const line = endedLine(job);
+        if (job.state === 'Failed') {
+          Notification.error(line, options);
+        } else if (job.state === 'Succeeded') {
+          Notification.success(line, options);
+        } else {
+          Notification.info(line, options);
+        }
+      }
+    });
+
+    if (statusBar) {
+      statusBar.registerStatusItem('jupyter-ddl:running', {
+        item: new RunningItem(jobs, () => app.shell.activateById(panel.id)),
+        align: 'left',
+        rank: 40,
+        // the status bar shows and hides its items itself: say when this one has news
+        isActive: () => activeCount(jobs.jobs) > 0,
+        activeStateChanged: jobs.changed
+      });
+    }
+
     app.commands.addCommand(CommandIDs.refresh, {
       label: 'Refresh training jobs',
       execute: () => jobs.refresh()
@@ -85,6 +132,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     if (palette) {
       palette.addItem({ command: CommandIDs.distributeCell, category: 'Distributed training' });
       palette.addItem({ command: CommandIDs.refresh, category: 'Distributed training' });
+      palette.addItem({ command: CommandIDs.openPanel, category: 'Distributed training' });
     }
     app.contextMenu.addItem({ command: CommandIDs.distributeCell, selector: '.jp-CodeCell', rank: 60 });
     notebooks.activeCellChanged.connect(() => app.commands.notifyCommandChanged(CommandIDs.distributeCell));

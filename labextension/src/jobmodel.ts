@@ -9,7 +9,8 @@ import { IDisposable } from '@lumino/disposable';
 import { Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { frequency, JobsModel } from './model';
+import { JobsModel } from './model';
+import { frequency } from './pure/jobs';
 import { requestAPI } from './request';
 import { IJobDetail, IJobSummary, IMetricPoint, IMetricsPage } from './tokens';
 

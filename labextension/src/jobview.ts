@@ -8,10 +8,11 @@ import { refreshIcon, stopIcon, Toolbar, ToolbarButton } from '@jupyterlab/ui-co
 import { Panel, Widget } from '@lumino/widgets';
 
 import { MetricsChart } from './chart';
-import { basename, el, formatElapsed, formatResources, replicaLabel, stateIcon } from './format';
+import { el } from './dom';
+import { basename, formatElapsed, formatResources, replicaLabel, stateIcon } from './pure/format';
 import { JobModel } from './jobmodel';
 import { JobLogs } from './logview';
-import { buildCharts } from './series';
+import { buildCharts } from './pure/series';
 import { IJobDetail, IReplica, IRootCause } from './tokens';
 
 export class JobView extends Panel {

@@ -9,7 +9,8 @@
  */
 import { Panel, Widget } from '@lumino/widgets';
 
-import { el } from './format';
+import { el } from './dom';
+import { inTimeOrder } from './pure/logs';
 import { followLogs } from './request';
 import { ILogLine } from './tokens';
 
@@ -18,21 +19,48 @@ const RETRY_MS = [1000, 2000, 5000, 10000];
 /** The tab (and data-replica) of the merged view. */
 export const ALL = 'all';
 
-/** One pane of lines. */
+let uid = 0;
+
+/**
+ * One pane of lines: a tabpanel that follows the end of its log while the reader is
+ * there; scrolling up stops following (a "Jump to latest" button brings it back).
+ * A hidden pane cannot scroll, so the follow state is kept and applied when shown.
+ */
 class LogPane extends Widget {
   constructor(readonly replica: string) {
     super();
     this.addClass('jp-DDL-log');
+    this.id = `jp-DDL-log-${++uid}`;
     this.node.dataset.replica = replica;
     this.node.dataset.lines = '0';
+    this.node.dataset.following = 'true';
+    this.node.setAttribute('role', 'tabpanel');
+    this.node.tabIndex = 0; // a scrolling region is read by keyboard too
     this.node.appendChild(this._pre);
+    this._jump.className = 'jp-DDL-jump jp-mod-styled';
+    this._jump.textContent = 'Jump to latest ↓';
+    this._jump.hidden = true;
+    this._jump.onclick = () => {
+      this._setFollowing(true);
+      this.node.focus();
+    };
+    this.node.appendChild(this._jump);
+    this.node.addEventListener('scroll', () => {
+      if (this.isVisible && !this._scrolling) {
+        this._setFollowing(this._atBottom());
+      }
+      this._scrolling = false;
+    });
+  }
+
+  get following(): boolean {
+    return this._following;
   }
 
   append(lines: ILogLine[], prefixed: boolean): void {
     if (!lines.length) {
       return;
     }
-    const atBottom = this.node.scrollTop + this.node.clientHeight >= this.node.scrollHeight - 4;
     const chunk = document.createDocumentFragment();
     for (const line of lines) {
       const row = el('div', line.stream === 'stderr' ? 'jp-DDL-log-line jp-DDL-stderr' : 'jp-DDL-log-line');
@@ -49,13 +77,36 @@ class LogPane extends Widget {
       this._count--;
     }
     this.node.dataset.lines = String(this._count);
-    if (atBottom) {
+    this._toEnd();
+  }
+
+  protected onAfterShow(): void {
+    this._toEnd();
+  }
+
+  private _atBottom(): boolean {
+    return this.node.scrollTop + this.node.clientHeight >= this.node.scrollHeight - 4;
+  }
+
+  private _setFollowing(on: boolean): void {
+    this._following = on;
+    this.node.dataset.following = String(on);
+    this._jump.hidden = on;
+    this._toEnd();
+  }
+
+  private _toEnd(): void {
+    if (this._following && this.isVisible) {
+      this._scrolling = true;
       this.node.scrollTop = this.node.scrollHeight;
     }
   }
 
   private _pre = el('div', 'jp-DDL-log-text');
+  private _jump = el('button');
   private _count = 0;
+  private _following = true;
+  private _scrolling = false;
 }
 
 export class JobLogs extends Panel {
@@ -64,6 +115,9 @@ export class JobLogs extends Panel {
     this.addClass('jp-DDL-logs');
     const tabs = new Widget({ node: this._tabs });
     tabs.addClass('jp-DDL-logtabs');
+    this._tabs.setAttribute('role', 'tablist');
+    this._tabs.setAttribute('aria-label', 'Logs');
+    this._tabs.addEventListener('keydown', this._onKey);
     this.addWidget(tabs);
     this.addWidget(this._panes);
     this._footer.className = 'jp-DDL-log-footer';
@@ -89,8 +143,10 @@ export class JobLogs extends Panel {
     this._current = this._pane.has(replica) ? replica : ALL;
     this._pane.forEach((pane, id) => pane.setHidden(id !== this._current));
     this._tabs.querySelectorAll('button').forEach(b => {
-      b.classList.toggle('jp-mod-current', b.dataset.replica === this._current);
-      b.setAttribute('aria-selected', String(b.dataset.replica === this._current));
+      const on = b.dataset.replica === this._current;
+      b.classList.toggle('jp-mod-current', on);
+      b.setAttribute('aria-selected', String(on));
+      b.tabIndex = on ? 0 : -1; // one tab stop; arrows move between tabs
     });
   }
 
@@ -118,9 +174,34 @@ export class JobLogs extends Panel {
     const tab = el('button', 'jp-DDL-logtab', id === ALL ? 'all replicas' : id);
     tab.dataset.replica = id;
     tab.setAttribute('role', 'tab');
+    const pane = this._pane.get(id)!;
+    tab.id = `${pane.id}-tab`;
+    tab.setAttribute('aria-controls', pane.id);
+    pane.node.setAttribute('aria-labelledby', tab.id);
     tab.onclick = () => this.showReplica(id);
     return tab;
   }
+
+  /** Arrow keys, Home and End move along the tabs and show the one reached. */
+  private _onKey = (event: KeyboardEvent): void => {
+    const tabs = [...this._tabs.querySelectorAll<HTMLButtonElement>('button[role="tab"]')];
+    const at = tabs.findIndex(t => t.dataset.replica === this._current);
+    const moves: Record<string, number> = {
+      ArrowRight: at + 1,
+      ArrowDown: at + 1,
+      ArrowLeft: at - 1,
+      ArrowUp: at - 1,
+      Home: 0,
+      End: tabs.length - 1
+    };
+    if (!(event.key in moves) || !tabs.length) {
+      return;
+    }
+    event.preventDefault();
+    const target = tabs[(moves[event.key] + tabs.length) % tabs.length];
+    this.showReplica(target.dataset.replica!);
+    target.focus();
+  };
 
   private async _follow(): Promise<void> {
     let attempt = 0;
@@ -167,7 +248,7 @@ export class JobLogs extends Panel {
       this._received++;
       fresh.push(line);
     }
-    this._pane.get(ALL)?.append(fresh, true);
+    this._pane.get(ALL)?.append(inTimeOrder(fresh), true);
     const byReplica = new Map<string, ILogLine[]>();
     for (const line of fresh) {
       const mine = byReplica.get(line.replica) ?? [];

@@ -12,24 +12,14 @@ import { IDisposable } from '@lumino/disposable';
 import { IPoll, Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
+import { elapsedNow, frequency, jobKey as key, sortJobs } from './pure/jobs';
 import { ISSEvent, readEvents, requestAPI } from './request';
 import { IJobList, IJobSummary, IUnavailable } from './tokens';
 
-/** How much slower to poll when nothing is running. */
-const IDLE_FACTOR = 5;
 /** Seconds between polls while the push channel is up (it brings every change). */
 const PUSHED_POLL_S = 60;
 /** Seconds before reconnecting the push channel, by failed attempt (the last repeats). */
 const RECONNECT_S = [1, 2, 5, 10, 30];
-
-export function frequency(seconds: number, idle: boolean): IPoll.Frequency {
-  const interval = Math.max(0.5, seconds) * 1000 * (idle ? IDLE_FACTOR : 1);
-  return { interval, backoff: true, max: Math.max(interval, 60_000) };
-}
-
-function key(job: { backend: string; name: string }): string {
-  return `${job.backend}/${job.name}`;
-}
 
 /** The job list of every backend, for the sidebar. */
 export class JobsModel implements IDisposable {
@@ -48,7 +38,7 @@ export class JobsModel implements IDisposable {
 
   /** Every job, newest first. */
   get jobs(): IJobSummary[] {
-    return [...this._rows.values()].sort((a, b) => (b.created ?? 0) - (a.created ?? 0));
+    return sortJobs([...this._rows.values()], 'start');
   }
 
   /** Backends the server could not ask, each with its one-line reason. */
@@ -86,14 +76,7 @@ export class JobsModel implements IDisposable {
 
   /** Seconds a job has run by now: the server's figure counted on since it came. */
   elapsed(job: IJobSummary): number | null {
-    if (job.elapsed === null || job.elapsed === undefined) {
-      return null;
-    }
-    const since = this._received.get(key(job));
-    if (job.finished || since === undefined) {
-      return job.elapsed;
-    }
-    return job.elapsed + (performance.now() - since) / 1000;
+    return elapsedNow(job, this._received.get(key(job)), performance.now());
   }
 
   /** Poll now (after a cancel, or when the panel is shown). */

@@ -1,19 +1,36 @@
 /**
- * The sidebar: every job the server reports, one row each: state, the full name
- * (wrapped at its hyphens, never cut), the notebook and cell it came from, ready
- * replicas (or the end state) and elapsed time. Clicking a row opens the job view.
- * One line per backend the server could not ask (a cluster that is down hides no local
- * job). The toolbar holds stock JupyterLab buttons.
+ * The sidebar: every job the server reports, one row each: state (a glyph with its
+ * word for screen readers), the full name (wrapped at its hyphens, never cut) as a
+ * button that opens the job view, strategy, backend, notebook and a short cell id
+ * (the full id in the tooltip), then ready replicas (or the end state), start time
+ * and elapsed time. Above the list: a filter (words, state) and the sort; below it,
+ * pages of PAGE_SIZE rows so hundreds of jobs stay quick. The list scrolls inside
+ * the panel. One line per backend the server could not ask (a cluster that is down
+ * hides no local job). The toolbar holds stock JupyterLab buttons.
  */
-import { refreshIcon, SidePanel, ToolbarButton } from '@jupyterlab/ui-components';
+import { refreshIcon, SidePanel } from '@jupyterlab/ui-components';
 import { CommandRegistry } from '@lumino/commands';
 import { Panel, Widget } from '@lumino/widgets';
 
-import { basename, el, formatElapsed, stateIcon } from './format';
+import { el } from './dom';
 import { JobsModel } from './model';
+import { basename, formatElapsed, stateIcon } from './pure/format';
+import { filterJobs, formatStart, IJobFilter, NO_FILTER, page, shortCellId, SortKey, sortJobs } from './pure/jobs';
 import { CommandIDs, IJobSummary } from './tokens';
 
-const COLUMNS = ['Job', 'Notebook', 'Status'];
+const PAGE_SIZE = 50;
+const STATES = ['active', 'Running', 'Pending', 'Restarting', 'Succeeded', 'Failed', 'Cancelled'];
+const SORTS: [SortKey, string][] = [
+  ['start', 'Newest'],
+  ['name', 'Name'],
+  ['state', 'State']
+];
+
+function option(value: string, label: string): HTMLOptionElement {
+  const o = el('option', '', label);
+  o.value = value;
+  return o;
+}
 
 export class JobsPanel extends SidePanel {
   constructor(
@@ -26,25 +43,23 @@ export class JobsPanel extends SidePanel {
     this.title.caption = 'Distributed training jobs';
     const heading = new Widget({ node: el('h2', 'jp-DDL-panel-title', 'Training jobs') });
     this.header.addWidget(heading);
-    this.toolbar.addItem(
-      'refresh',
-      new ToolbarButton({
-        icon: refreshIcon,
-        className: 'jp-DDL-refresh',
-        tooltip: 'Refresh the job list',
-        onClick: () => void this._model.refresh()
-      })
-    );
+    // a plain button: the stock ToolbarButton's web component carries aria-pressed and
+    // aria-disabled on an element without a role (axe-core: aria-allowed-attr, critical)
+    const refresh = el('button', 'jp-DDL-refresh jp-ToolbarButtonComponent');
+    refresh.title = 'Refresh the job list';
+    refresh.setAttribute('aria-label', 'Refresh the job list');
+    refresh.appendChild(refreshIcon.element({ tag: 'span', elementSize: 'normal' }));
+    refresh.onclick = () => void this._model.refresh();
+    this.toolbar.addItem('refresh', new Widget({ node: refresh }));
     const body = new Widget();
     body.addClass('jp-DDL-panel-body');
     this._status.className = 'jp-DDL-panel-status';
-    this._table.className = 'jp-DDL-jobtable';
-    const head = el('tr');
-    COLUMNS.forEach(c => head.appendChild(el('th', '', c)));
-    this._table.append(el('thead'), this._rows);
-    this._table.tHead!.appendChild(head);
+    this._status.setAttribute('role', 'status');
+    this._list.className = 'jp-DDL-joblist';
+    this._list.setAttribute('aria-label', 'Training jobs');
     this._unavailable.className = 'jp-DDL-unavailable';
-    body.node.append(this._status, this._unavailable, this._table);
+    body.node.append(this._status, this._unavailable, this._controls(), this._list, this._pager);
+    this._pager.className = 'jp-DDL-pager';
     this.addWidget(body);
     this._model.changed.connect(this._render, this);
     this._render();
@@ -59,14 +74,53 @@ export class JobsPanel extends SidePanel {
     void this._model.refresh();
   }
 
+  /** The filter and sort controls (native inputs: keyboard and screen readers for free). */
+  private _controls(): HTMLElement {
+    const bar = el('div', 'jp-DDL-controls');
+    const text = el('input', 'jp-DDL-filter-text jp-mod-styled');
+    text.type = 'search';
+    text.placeholder = 'Filter jobs';
+    text.setAttribute('aria-label', 'Filter jobs by name, notebook, strategy or backend');
+    text.oninput = () => this._update({ text: text.value });
+    const state = el('select', 'jp-DDL-filter-state jp-mod-styled');
+    state.setAttribute('aria-label', 'Show jobs in state');
+    state.append(option('', 'All states'), ...STATES.map(s => option(s, s === 'active' ? 'Active' : s)));
+    state.onchange = () => this._update({ state: state.value });
+    const sort = el('select', 'jp-DDL-sort jp-mod-styled');
+    sort.setAttribute('aria-label', 'Sort jobs by');
+    sort.append(...SORTS.map(([k, label]) => option(k, label)));
+    sort.onchange = () => {
+      this._sort = sort.value as SortKey;
+      this._page = 0;
+      this._render();
+    };
+    bar.append(text, state, sort);
+    return bar;
+  }
+
+  private _update(change: Partial<IJobFilter>): void {
+    this._filter = { ...this._filter, ...change };
+    this._page = 0;
+    this._render();
+  }
+
   private _render(): void {
-    const jobs = this._model.jobs;
+    const all = this._model.jobs;
+    const shown = sortJobs(filterJobs(all, this._filter), this._sort);
+    const current = page(shown, this._page, PAGE_SIZE);
+    this._page = current.index;
     this.node.dataset.live = String(this._model.live);
-    this._status.textContent =
-      this._model.error ?? (jobs.length ? '' : 'No jobs yet: run a %%distribute cell.');
+    const down = this._model.unavailable.length;
+    const empty = all.length
+      ? 'No job matches the filter.'
+      : down
+        ? `No jobs listed: ${down === 1 ? 'a backend' : `${down} backends`} could not be asked (below).`
+        : 'No jobs yet: run a %%distribute cell.';
+    this._status.textContent = this._model.error ?? (shown.length ? '' : empty);
     this._status.classList.toggle('jp-DDL-error', !!this._model.error);
-    this._table.hidden = !jobs.length;
-    this._rows.replaceChildren(...jobs.map(job => this._row(job)));
+    this._list.hidden = !shown.length;
+    this._list.replaceChildren(...current.items.map(job => this._row(job)));
+    this._renderPager(current.index, current.pages, shown.length);
     this._unavailable.replaceChildren(
       ...this._model.unavailable.map(u => {
         const line = el('li', 'jp-DDL-unavailable-line', u.message);
@@ -76,9 +130,30 @@ export class JobsPanel extends SidePanel {
     );
     // running jobs' time counts on between pushes
     clearInterval(this._ticker);
-    if (jobs.some(j => !j.finished && j.started)) {
+    if (all.some(j => !j.finished && j.started)) {
       this._ticker = setInterval(() => this._tick(), 1000);
     }
+  }
+
+  private _renderPager(index: number, pages: number, total: number): void {
+    this._pager.hidden = pages < 2;
+    const from = index * PAGE_SIZE + 1;
+    const to = Math.min(total, (index + 1) * PAGE_SIZE);
+    const prev = el('button', 'jp-DDL-page-prev jp-mod-styled', 'Previous');
+    prev.disabled = index === 0;
+    prev.onclick = () => this._go(index - 1);
+    const next = el('button', 'jp-DDL-page-next jp-mod-styled', 'Next');
+    next.disabled = index >= pages - 1;
+    next.onclick = () => this._go(index + 1);
+    const where = el('span', 'jp-DDL-page-where', `${from}–${to} of ${total}`);
+    where.setAttribute('aria-live', 'polite');
+    this._pager.replaceChildren(prev, where, next);
+  }
+
+  private _go(index: number): void {
+    this._page = index;
+    this._render();
+    this._list.parentElement?.scrollTo({ top: 0 });
   }
 
   private _tick(): void {
@@ -87,7 +162,7 @@ export class JobsPanel extends SidePanel {
     }
     for (const job of this._model.jobs) {
       const key = CSS.escape(`${job.backend}/${job.name}`);
-      const cell = this._rows.querySelector(`tr[data-key="${key}"] .jp-DDL-elapsed`);
+      const cell = this._list.querySelector(`[data-key="${key}"] .jp-DDL-elapsed`);
       if (cell) {
         cell.textContent = formatElapsed(this._model.elapsed(job));
       }
@@ -95,43 +170,65 @@ export class JobsPanel extends SidePanel {
   }
 
   private _row(job: IJobSummary): HTMLElement {
-    const row = el('tr', `jp-DDL-jobrow jp-DDL-state-${job.state.toLowerCase()}`);
+    const row = el('li', `jp-DDL-jobrow jp-DDL-state-${job.state.toLowerCase()}`);
     row.dataset.job = job.name;
     row.dataset.key = `${job.backend}/${job.name}`;
     row.dataset.state = job.state;
     row.title = [`${job.name} (${job.backend}): ${job.state}`, job.message ?? ''].filter(Boolean).join('\n');
 
-    const name = el('td', 'jp-DDL-jobcell');
+    const main = el('div', 'jp-DDL-jobcell');
     const title = el('div', 'jp-DDL-jobtitle');
-    title.append(
-      el('span', 'jp-DDL-state-icon', stateIcon(job.state)),
-      el('span', 'jp-DDL-jobname', job.name)
-    );
-    name.append(title, el('div', 'jp-DDL-jobmeta', `${job.strategy} · ${job.backend}`));
-
-    const source = el('td', 'jp-DDL-jobsource');
-    if (job.notebook) {
-      const nb = el('div', 'jp-DDL-notebook', basename(job.notebook));
-      nb.title = job.notebook;
-      source.appendChild(nb);
+    const icon = el('span', 'jp-DDL-state-icon', stateIcon(job.state));
+    icon.setAttribute('role', 'img');
+    icon.setAttribute('aria-label', job.state);
+    const open = el('button', 'jp-DDL-open');
+    open.append(el('span', 'jp-DDL-jobname', job.name));
+    open.setAttribute('aria-label', `Open job ${job.name}, ${job.state}`);
+    open.onclick = event => {
+      event.stopPropagation();
+      this._open(job);
+    };
+    title.append(icon, open);
+    main.append(title, el('div', 'jp-DDL-jobmeta', `${job.strategy} · ${job.backend}`));
+    if (job.notebook || job.cell_id) {
+      const source = el('div', 'jp-DDL-jobsource');
+      if (job.notebook) {
+        const nb = el('span', 'jp-DDL-notebook', basename(job.notebook));
+        nb.title = job.notebook;
+        source.appendChild(nb);
+      }
+      if (job.cell_id) {
+        const cell = el('span', 'jp-DDL-cell', `cell ${shortCellId(job.cell_id)}`);
+        cell.title = `cell ${job.cell_id}`;
+        source.appendChild(cell);
+      }
+      main.appendChild(source);
     }
-    if (job.cell_id) {
-      source.appendChild(el('div', 'jp-DDL-cell', `cell ${job.cell_id}`));
-    }
 
-    const status = el('td', 'jp-DDL-status');
+    const status = el('div', 'jp-DDL-status');
     const ready = job.finished ? job.state : `${job.ready}/${job.total} ready`;
     const replicas = el('div', 'jp-DDL-replicas-cell', ready);
     replicas.dataset.ready = String(job.ready);
-    status.append(replicas, el('div', 'jp-DDL-elapsed', formatElapsed(this._model.elapsed(job))));
-    row.append(name, source, status);
-    row.onclick = () => void this._commands.execute(CommandIDs.openJob, { name: job.name });
+    const start = el('div', 'jp-DDL-start', formatStart(job.started ?? job.created));
+    if (job.started ?? job.created) {
+      start.title = `started ${new Date((job.started ?? job.created)! * 1000).toLocaleString()}`;
+    }
+    status.append(replicas, start, el('div', 'jp-DDL-elapsed', formatElapsed(this._model.elapsed(job))));
+    row.append(main, status);
+    row.onclick = () => this._open(job);
     return row;
+  }
+
+  private _open(job: IJobSummary): void {
+    void this._commands.execute(CommandIDs.openJob, { name: job.name });
   }
 
   private _status = el('div');
   private _unavailable = el('ul');
-  private _table = el('table');
-  private _rows = el('tbody');
+  private _list = el('ul');
+  private _pager = el('div');
+  private _filter: IJobFilter = NO_FILTER;
+  private _sort: SortKey = 'start';
+  private _page = 0;
   private _ticker: ReturnType<typeof setInterval> | undefined = undefined;
 }

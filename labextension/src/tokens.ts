@@ -9,6 +9,7 @@ export namespace CommandIDs {
   export const openJob = 'jupyter-ddl:open-job';
   export const distributeCell = 'jupyter-ddl:distribute-cell';
   export const refresh = 'jupyter-ddl:refresh';
+  export const openPanel = 'jupyter-ddl:open-panel';
 }
 
 export type JobState =

@@ -102,11 +102,42 @@ def test_sidebar_follows_and_cancels_a_notebook_job(lab, browser, artifacts, dat
         page.wait_for_selector(f"{view} .jp-DDL-chartbox[data-metric='loss'] polyline")
         page.screenshot(path=str(artifacts / "job-logs-live.png"))
 
-        # one replica's tab shows its lines only
-        page.click(f'{view} .jp-DDL-logtab[data-replica="worker-0"]')
+        # the log tabs are a tablist: one tab stop, arrow keys move and show the pane
+        assert page.get_attribute(f"{view} .jp-DDL-logtabs", "role") == "tablist"
+        page.focus(f'{view} .jp-DDL-logtab[data-replica="all"]')
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("ArrowRight")
+        worker_tab = f'{view} .jp-DDL-logtab[data-replica="worker-0"]'
+        assert page.get_attribute(worker_tab, "aria-selected") == "true"
+        assert page.evaluate("document.activeElement.dataset.replica") == "worker-0"
         worker = f'{view} .jp-DDL-log[data-replica="worker-0"]'
         page.wait_for_selector(worker, state="visible")
+        assert page.get_attribute(worker, "role") == "tabpanel"
+        assert page.get_attribute(worker_tab, "aria-controls") == page.get_attribute(worker, "id")
+        assert page.locator(f"{view} .jp-DDL-logtab[tabindex='0']").count() == 1
+        # one replica's tab shows its lines only
         assert _lines(page, "worker-0") >= 3 and "master-0" not in page.inner_text(worker)
+        # ... and follows its live end, as the merged one did before the switch
+        at_end = f"(n => n.scrollHeight > n.clientHeight + 40 && n.scrollTop + n.clientHeight >= n.scrollHeight - 4)(document.querySelector('{worker}'))"
+        page.wait_for_function(at_end, timeout=30_000)
+        seen = _lines(page, "worker-0")
+        page.wait_for_function(
+            f"Number(document.querySelector('{worker}').dataset.lines) > {seen} && {at_end}",
+            timeout=30_000,
+        )
+        # scrolling up stops following and offers "Jump to latest", which follows again
+        page.hover(worker)
+        page.mouse.wheel(0, -2000)
+        page.wait_for_selector(f"{worker} .jp-DDL-jump", state="visible", timeout=10_000)
+        assert page.get_attribute(worker, "data-following") == "false"
+        page.screenshot(path=str(artifacts / "job-logs-scrolled-up.png"))
+        page.click(f"{worker} .jp-DDL-jump")
+        page.wait_for_function(at_end, timeout=10_000)
+        # back to "all replicas" by keyboard: it still follows its end
+        page.focus(worker_tab)
+        page.keyboard.press("Home")
+        every_end = at_end.replace(worker, every)
+        page.wait_for_function(every_end, timeout=30_000)
 
         # Cancel (the view's toolbar), confirm, and the state changes in the view and sidebar
         page.click(f"{CANCEL}")

@@ -52,3 +52,21 @@ def test_sidebar_shows_local_jobs_and_names_the_unreachable_cluster(
         page.screenshot(path=str(artifacts / "sidebar-cluster-down.png"))
     finally:
         page.close()
+
+
+def test_an_unreadable_job_directory_is_said_in_the_panel(data_dir, lab, browser, artifacts):
+    """Not "No jobs yet": the panel says the local jobs could not be read, and where."""
+    (data_dir / "jobs").write_text("not a directory\n", encoding="utf-8")  # root reads any mode
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        page.goto(f"{lab['url']}lab?token={lab['token']}")
+        page.wait_for_selector('.jp-SideBar [data-id="jupyter-ddl-jobs"]', timeout=60_000)
+        page.click('.jp-SideBar [data-id="jupyter-ddl-jobs"]')
+        line = page.wait_for_selector('.jp-DDL-unavailable-line[data-backend="local"]')
+        assert f"the job directory {data_dir / 'jobs'} cannot be read" in line.inner_text()
+        status = page.inner_text(".jp-DDL-panel-status")
+        assert "No jobs yet" not in status
+        assert status.startswith("No jobs listed:"), status
+        page.screenshot(path=str(artifacts / "sidebar-unreadable-store.png"))
+    finally:
+        page.close()

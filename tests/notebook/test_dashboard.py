@@ -145,7 +145,14 @@ def test_widget_view_tabs_cancel_and_detach(manager, fake):
     assert "[worker-0]" in view.merged.value  # merged view carries a prefix per replica
     live = rec.outputs[0]
     assert live["application/vnd.jupyter.widget-view+json"]["model_id"] == view.box.model_id
+    # Cancel asks first; "Keep running" leaves the job alone
     view.cancel_button.click()
+    assert view.confirm.layout.display == "flex" and view.cancel_button.layout.display == "none"
+    view.keep_button.click()
+    assert view.confirm.layout.display == "none" and view.cancel_button.layout.display is None
+    assert not dash.wait(0.3) and fake.cancelled == []
+    view.cancel_button.click()
+    view.confirm_button.click()
     assert dash.wait(5) and fake.cancelled == ["w1"]
     assert view.cancel_button.disabled
     record = rec.outputs[0]  # the same output now holds the record, and no widget

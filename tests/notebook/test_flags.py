@@ -113,7 +113,7 @@ def test_the_readme_flag_table_is_current():
 
 def test_the_lab_dialog_writes_declared_flags_only():
     """The "Distribute this cell" dialog writes and reads some flags by name."""
-    source = (REPO / "labextension" / "src" / "distribute.ts").read_text(encoding="utf-8")
+    source = (REPO / "labextension" / "src" / "pure" / "flags.ts").read_text(encoding="utf-8")
     used = set(re.findall(r"['`](--?[a-z][a-z-]*)\b", source))
     assert {"--strategy", "--replicas", "--gpus", "--backend"} <= used
     known = {n for d in declared() for n in d.names}

@@ -24,7 +24,13 @@ from jupyter_ddl.backends.local.logs import iter_logs
 from jupyter_ddl.backends.local.usage import UsageSampler
 from jupyter_ddl.config import Config, data_dir
 from jupyter_ddl.core.strategies import CATALOG
-from jupyter_ddl.errors import JobConflict, JobNotFound, SubmitAborted, ValidationError
+from jupyter_ddl.errors import (
+    BackendUnavailable,
+    JobConflict,
+    JobNotFound,
+    SubmitAborted,
+    ValidationError,
+)
 from jupyter_ddl.models import (
     Capabilities,
     CodeBundle,
@@ -207,10 +213,18 @@ class LocalBackend(Backend):
         )  # fmt: skip
 
     def list(self, *, notebook: str | None = None) -> list[JobStatus]:
-        if not self.root.is_dir():
-            return []
+        if not self.root.exists():
+            return []  # nothing submitted yet
+        try:
+            paths = list(self.root.iterdir())
+        except OSError as e:  # an unreadable store hides every job: say so, never "no jobs"
+            reason = e.strerror or type(e).__name__
+            raise BackendUnavailable(
+                f"local: the job directory {self.root} cannot be read ({reason})",
+                hint="make it a readable directory, or point JUPYTER_DDL_DATA_DIR elsewhere",
+            ) from e
         out = []
-        for path in self.root.iterdir():
+        for path in paths:
             jd = JobDir(path)
             try:
                 if not jd.exists():

@@ -1,5 +1,5 @@
 /**
- * Small pure formatting helpers shared by the views.
+ * Small pure formatting helpers shared by the views (no DOM: unit-tested in node).
  */
 
 /** `75` → `1m 15s`; `3700` → `1h 1m`. */
@@ -88,22 +88,6 @@ export function formatResources(values: Record<string, number> | undefined): str
     out.push(`CPU ${Math.round(v.cpu * 100)}%`); // metrics.k8s.io: cores
   }
   return out.join(', ');
-}
-
-/** Make an element with a class and optional text. */
-export function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  className?: string,
-  text?: string
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  if (className) {
-    node.className = className;
-  }
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
 }
 
 /** `work/train.ipynb` → `train.ipynb`. */

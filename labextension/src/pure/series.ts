@@ -6,7 +6,7 @@
  * series per replica in it, each cut into segments where a restarted attempt's
  * steps go back, so a restart is a gap and never a line back to step 0.
  */
-import { IMetricPoint, MetricSource } from './tokens';
+import { IMetricPoint, MetricSource } from '../tokens';
 
 export type Point = [number, number]; // [step, value]
 

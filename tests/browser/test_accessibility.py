@@ -1,0 +1,72 @@
+"""axe-core (npm, the labextension's dev dependency) over the jobs panel and the job
+view of a finished job, in the light and the dark theme: no serious or critical
+violation. Screenshots: .test-artifacts/a11y-*.png."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from .labpage import LabPage, dark_theme
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.timeout(240)]
+
+AXE = Path(__file__).resolve().parents[2] / "labextension/node_modules/axe-core/axe.min.js"
+JOB = "ui-a11y"
+
+#: the serious and critical violations under one element, a few nodes each
+AXE_RUN = """async (selector) => {
+  const found = await axe.run(document.querySelector(selector), {resultTypes: ['violations']});
+  return found.violations
+    .filter(v => v.impact === 'serious' || v.impact === 'critical')
+    .map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map(n => n.target.join(' '))}));
+}"""
+
+
+@pytest.fixture
+def finished_job(data_dir):
+    from jupyter_ddl.backends.local import LocalBackend
+    from jupyter_ddl.core.bundle import build_bundle
+    from jupyter_ddl.models import JobSpec
+
+    b = LocalBackend()
+    b.submit(JobSpec(name=JOB, strategy="tf-mirrored", replicas={"Worker": 1},
+                     notebook="work/train.ipynb"),
+             build_bundle("print('loss=0.5')\n"))  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not b.get(JOB).state.finished:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    return JOB
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_panel_and_job_view_have_no_serious_axe_violation(
+    theme, finished_job, lab, browser, artifacts
+):
+    if not AXE.exists():
+        pytest.skip("axe-core is not installed (npm ci in labextension/ installs it)")
+    if theme == "dark":
+        dark_theme(lab["settings"])
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    lp = LabPage(page, lab)
+    try:
+        lp.open()
+        if theme == "dark":
+            page.wait_for_selector(
+                'body[data-jp-theme-light="false"]', state="attached", timeout=60_000
+            )
+        lp.show_jobs()
+        page.wait_for_selector(f'{lp.row(finished_job)}[data-state="Succeeded"]', timeout=60_000)
+        page.add_script_tag(path=str(AXE))
+        found = {"panel": page.evaluate(AXE_RUN, "#jupyter-ddl-jobs")}
+        view = lp.open_job(finished_job)
+        page.wait_for_selector(f'{view} .jp-DDL-log[data-replica="worker-0"]', state="attached")
+        page.wait_for_timeout(500)
+        found["job view"] = page.evaluate(AXE_RUN, view)
+        page.screenshot(path=str(artifacts / f"a11y-{theme}.png"))
+        assert found == {"panel": [], "job view": []}
+    finally:
+        page.close()
