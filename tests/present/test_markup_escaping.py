@@ -15,7 +15,7 @@ from jupyter_ddl.present.record import record_bundle
 from jupyter_ddl.present.state import DashboardState
 from jupyter_ddl.present.text import live_bundle
 
-HOSTILE = '<img src=x onerror=alert(1)>'
+HOSTILE = "<img src=x onerror=alert(1)>"
 QUOTED = "x' onmouseover='alert(2)"
 DOUBLE = 'y" onload="alert(3)'
 
