@@ -9,7 +9,6 @@ run on the executor so a slow backend (a cluster far away) never stalls the serv
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from collections.abc import Callable
 from itertools import islice
@@ -19,6 +18,7 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
+from jupyter_ddl._util import jsonsafe
 from jupyter_ddl.errors import DDLError
 from jupyter_ddl.manager import JobManager
 from jupyter_ddl.models import LogLine
@@ -59,7 +59,7 @@ class DDLHandler(APIHandler):
     def reply(self, data: Any, status: int = 200) -> None:
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps(data))
+        self.finish(jsonsafe.dumps(data))
 
     def send_error(self, status_code: int = 500, **kwargs: Any) -> None:
         """The one place domain errors meet HTTP: a DDLError answers its own status."""
@@ -78,7 +78,7 @@ class DDLHandler(APIHandler):
         if problems:
             body["problems"] = problems
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps(body))
+        self.finish(jsonsafe.dumps(body))
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
         # A domain error is an answer, not a server fault: one line, no traceback.
