@@ -192,6 +192,8 @@ class LocalBackend(Backend):
                 status = self._status(jd)
             except OSError:
                 continue
+            except Exception:  # noqa: BLE001 - one job's bad state never hides the others
+                status = control.unreadable_status(jd, alive=False)
             if notebook is None or status.notebook == notebook:
                 out.append(status)
         return sorted(out, key=lambda s: s.created or 0, reverse=True)
