@@ -99,6 +99,9 @@ class _Rule:
     optional: bool = False  # "none" (or nothing) sets None
     low: float | None = None
     high: float | None = None
+    # a sanity ceiling, said only when passed: a count or a time beyond it is a typo,
+    # and would overflow where it is used (a deque's length, a C timeout)
+    cap: float | None = None
     example: str = ""
     extra: Callable[[str, Any], None] | None = None  # further checks of a typed value
 
@@ -135,12 +138,16 @@ class _Rule:
                 or not math.isfinite(value)
             ):
                 raise _problem(key, "must be a number", self.example)
+            if self.cap is not None and value > self.cap:
+                raise _problem(
+                    key, f"must be at most {self.cap:g}, not {_number(value)}", self.example
+                )
             value = float(value) if self.kind == "float" else value
             if (self.low is not None and value < self.low) or (
                 self.high is not None and value > self.high
             ):
                 span = _span(self.low, self.high)
-                raise _problem(key, f"must be {span}, not {value:g}", self.example)
+                raise _problem(key, f"must be {span}, not {_number(value)}", self.example)
         elif self.kind == "text" and not (isinstance(value, str) and value):
             raise _problem(key, "must be a non-empty text", self.example)
         elif self.kind == "list" and not _strings(value):
@@ -152,6 +159,13 @@ class _Rule:
         if self.extra is not None:
             self.extra(key, value)
         return value
+
+
+def _number(value: float) -> str:
+    """A number as a line can hold it (an absurdly long integer by its digit count)."""
+    if isinstance(value, int) and abs(value) >= 10**15:
+        return f"a {len(str(abs(value)))}-digit number"
+    return f"{value:g}"
 
 
 def _span(low: float | None, high: float | None) -> str:
@@ -213,7 +227,7 @@ def _env_names(key: str, value: list[str]) -> None:
         raise _problem(key, f"takes variable names, not {', '.join(bad)}", "HF_HOME,WANDB_MODE")
 
 
-_SECONDS = _Rule("float", low=1e-3, example="10")
+_SECONDS = _Rule("float", low=1e-3, cap=86400, example="10")
 _RULES: dict[str, _Rule] = {
     "backend": _Rule("text", example="local", extra=_known_backend),
     "namespace": _Rule("text", optional=True, example="team-a", extra=_namespace),
@@ -227,17 +241,17 @@ _RULES: dict[str, _Rule] = {
         extra=_frameworks,
     ),  # fmt: skip
     "python": _Rule("text", optional=True, example="/usr/bin/python3", extra=_interpreter),
-    "log_tail": _Rule("int", low=1, example="500"),
+    "log_tail": _Rule("int", low=1, cap=100_000, example="500"),
     "refresh_hz": _Rule("float", low=1, high=10, example="4"),
-    "logs_max_lines": _Rule("int", low=1, example="5000"),
+    "logs_max_lines": _Rule("int", low=1, cap=10_000_000, example="5000"),
     "kube_connect_timeout": _SECONDS,
     "kube_read_timeout": _SECONDS,
     "kube_write_timeout": _SECONDS,
-    "local_max_processes": _Rule("int", optional=True, low=1, example="16"),
+    "local_max_processes": _Rule("int", optional=True, low=1, cap=4096, example="16"),
     "local_env_passthrough": _Rule("list", example="HF_HOME,WANDB_MODE", extra=_env_names),
-    "stall_seconds": _Rule("float", low=0, example="120"),
-    "teardown_timeout": _Rule("float", low=1, example="600"),
-    "local_warm_seconds": _Rule("float", low=0, example="1800"),
+    "stall_seconds": _Rule("float", low=0, cap=7 * 86400, example="120"),
+    "teardown_timeout": _Rule("float", low=1, cap=86400, example="600"),
+    "local_warm_seconds": _Rule("float", low=0, cap=7 * 86400, example="1800"),
     "trainer_release": _Rule("text", optional=True, example="v2.1.0", extra=_trainer_release),
 }
 assert set(_RULES) == {f.name for f in fields(Config)}, "every config key needs a rule"

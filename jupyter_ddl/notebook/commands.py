@@ -45,6 +45,10 @@ def run_command(session: Session, line: str) -> Any:
     return _HANDLERS[command](session, rest)
 
 
+#: the largest --tail (or other count) a %ddl command takes
+MAX_FLAG_NUMBER = 10**9
+
+
 def _named(
     session: Session, command: str, rest: list[str], *extra: tuple[str, type]
 ) -> argparse.Namespace:
@@ -56,8 +60,11 @@ def _named(
     args = p.parse_words(rest)
     for flag, _ in extra:
         value = getattr(args, flag.lstrip("-"), None)
-        if isinstance(value, (int, float)) and not value > 0:  # also NaN
-            raise ValidationError(f"%ddl {command}: {flag} {value:g}: give a number above 0")
+        if isinstance(value, (int, float)) and not 0 < value <= MAX_FLAG_NUMBER:  # also NaN
+            shown = f"{value:g}" if abs(value) < 10**15 else f"a {len(str(value))}-digit number"
+            raise ValidationError(
+                f"%ddl {command}: {flag} {shown}: give a number above 0, at most {MAX_FLAG_NUMBER}"
+            )
     if args.name is None:
         if session.last_job is None:
             raise ValidationError(

@@ -39,13 +39,23 @@ def parse_states(raw: str | None) -> set[JobState] | None:
     return out or None
 
 
+#: the largest integer a query argument may be: line counts and offsets beyond it are
+#: typos, and would overflow where they become C sizes
+MAX_QUERY_INT = 10**9
+
+
 def parse_int(raw: str | None, name: str, *, default: int | None, minimum: int = 0) -> int | None:
-    """A non-negative integer query argument; raises ValidationError on anything else."""
+    """A non-negative integer query argument up to ``MAX_QUERY_INT``; raises
+    ValidationError (a 400) on anything else."""
     if raw is None or raw == "":
         return default
-    value = int(raw) if raw.isascii() and raw.isdigit() else None  # no sign, no decimals
-    if value is None or value < minimum:
-        raise ValidationError(f"{name}: expected an integer >= {minimum}, got {raw!r}")
+    ok = raw.isascii() and raw.isdigit() and len(raw) <= 12  # no sign, no decimals
+    value = int(raw) if ok else None
+    if value is None or not minimum <= value <= MAX_QUERY_INT:
+        shown = repr(raw) if len(raw) <= 40 else f"{raw[:40]!r}... ({len(raw)} characters)"
+        raise ValidationError(
+            f"{name}: expected an integer from {minimum} to {MAX_QUERY_INT}, got {shown}"
+        )
     return value
 
 
