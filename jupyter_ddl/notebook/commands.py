@@ -15,6 +15,7 @@ from jupyter_ddl.errors import JobFailed, ValidationError
 from jupyter_ddl.models import JobState, JobStatus
 from jupyter_ddl.notebook.flags import RaisingParser
 from jupyter_ddl.notebook.session import Session
+from jupyter_ddl.present.clip import clip
 from jupyter_ddl.present.state import DashboardState
 from jupyter_ddl.present.text import diagnosis_of, header_text, root_cause_text, table_text
 
@@ -134,7 +135,17 @@ def _logs(session: Session, rest: list[str]) -> None:
         if limit is not None and shown >= limit:
             print(_rest_of_log(session, a.name, a.replica, limit))
             return
-        print(f"[{line.replica}] {line.text}")
+        print(
+            f"[{line.replica}] {clip(line.text, whole=_where_whole(session, a.name, line.replica))}"
+        )
+
+
+def _where_whole(session: Session, name: str, replica: str) -> str:
+    """Where a cut line is whole: the replica's log file (local), else its pod log."""
+    job_dir = getattr(session.manager.find(name), "job_dir", None)
+    if job_dir is not None:
+        return f"the whole line is in {job_dir(name) / 'logs' / f'{replica}.log'}"
+    return f"the whole line is in the log of {replica} (`kubectl logs`)"
 
 
 def _rest_of_log(session: Session, name: str, replica: str | None, shown: int) -> str:

@@ -16,6 +16,7 @@ from jupyter_ddl.core.failures import diagnose, outcomes
 from jupyter_ddl.core.metrics import parse_metric_line
 from jupyter_ddl.errors import ValidationError
 from jupyter_ddl.models import Capabilities, JobSpec, JobState, JobStatus, LogLine
+from jupyter_ddl.present.clip import MAX_MESSAGE, clip
 
 if TYPE_CHECKING:
     from jupyter_ddl.manager import JobList
@@ -89,7 +90,9 @@ def job_summary(status: JobStatus, now: float | None = None) -> dict[str, Any]:
         "elapsed": elapsed(status, now),
         "notebook": status.notebook,
         "cell_id": status.cell_id,
-        "message": status.message,
+        "message": clip(status.message, MAX_MESSAGE, "GET .../logs has every line")
+        if status.message
+        else status.message,
         "metrics": dict(status.metrics),
     }
 
