@@ -22,9 +22,10 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from jupyter_ddl._util import diskfull
 from jupyter_ddl._util.atomic import write_atomic
 from jupyter_ddl.core.names import is_dns1123_label, is_env_name
-from jupyter_ddl.errors import ValidationError
+from jupyter_ddl.errors import ResourceError, ValidationError
 
 
 def data_dir() -> Path:
@@ -308,5 +309,12 @@ def load_config(warn: Callable[[str], None] = _warn) -> Config:
 def save_config(cfg: Config) -> None:
     """Write the file, readable by its owner only (it may name registries and clusters)."""
     path = config_path()
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(cfg.to_dict(), indent=2, sort_keys=True).encode())
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_atomic(path, json.dumps(cfg.to_dict(), indent=2, sort_keys=True).encode())
+    except OSError as e:
+        if not diskfull.is_full(e):
+            raise
+        raise ResourceError(
+            diskfull.message(path), hint="free space there; the settings were not saved"
+        ) from None

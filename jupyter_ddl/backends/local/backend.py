@@ -14,6 +14,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from jupyter_ddl._util import diskfull
 from jupyter_ddl.backends.base import Backend, LogQuery
 from jupyter_ddl.backends.local import control, gpus, warm
 from jupyter_ddl.backends.local.events import watch_job
@@ -22,7 +23,7 @@ from jupyter_ddl.backends.local.logs import iter_logs
 from jupyter_ddl.backends.local.usage import UsageSampler
 from jupyter_ddl.config import Config, data_dir
 from jupyter_ddl.core.strategies import CATALOG
-from jupyter_ddl.errors import JobConflict, JobNotFound, ValidationError
+from jupyter_ddl.errors import JobConflict, JobNotFound, ResourceError, ValidationError
 from jupyter_ddl.models import (
     Capabilities,
     CodeBundle,
@@ -82,6 +83,13 @@ class LocalBackend(Backend):
             raise JobConflict(
                 f"a local job named {spec.name!r} exists already",
                 hint=f"pick another name, or `%ddl delete {spec.name}` first",
+            ) from None
+        except OSError as e:
+            if not diskfull.is_full(e):
+                raise
+            raise ResourceError(
+                diskfull.message(e.filename or jd.root),
+                hint="free space there, or point JUPYTER_DDL_DATA_DIR at another disk",
             ) from None
         served, eligible, cold = False, False, None
         if self.config.local_warm_seconds > 0 and warm.has_warm_path(spec):
@@ -150,10 +158,13 @@ class LocalBackend(Backend):
         if status.state.finished:
             return status
         control.stop_leftovers(jd)
+        why = (
+            diskfull.message(jd.root) if diskfull.nearly_full(jd.root) else "unexpectedly (killed?)"
+        )
         status = control.end_without_supervisor(
             status,
             JobState.FAILED,
-            f"the supervisor of {jd.name} stopped unexpectedly (killed?) and its processes "
+            f"the supervisor of {jd.name} stopped {why} and its processes "
             f"were stopped; see {jd.supervisor_log}",
         )
         try:
