@@ -97,7 +97,8 @@ def _print_jobs(jobs: list[JobStatus]) -> None:
     rows = [("name", "backend", "strategy", "state", "ready", "age", "from")]
     now = time.time()
     for j in jobs:
-        age = f"{(now - j.created) / 60:.0f} min" if j.created else ""
+        # a job file from a clock ahead of ours is not from the future: age 0
+        age = f"{max(0.0, now - j.created) / 60:.0f} min" if j.created else ""
         state = j.state.value
         if j.message and j.message.startswith("unreadable: "):  # which file, not a guess
             state = j.message.split(" (", 1)[0].split(";", 1)[0]
