@@ -16,6 +16,7 @@ import json
 import math
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
@@ -217,9 +218,35 @@ def _namespace(key: str, value: str | None) -> None:
         raise _problem(key, f"{value!r} is no namespace name (a DNS label)", "team-a")
 
 
+_PYTHONS: dict[tuple[str, float], bool] = {}  # (program, mtime) -> runs as Python 3
+
+
 def _interpreter(key: str, value: str | None) -> None:
-    if value is not None and shutil.which(value) is None:
+    if value is None:
+        return
+    program = shutil.which(value)
+    if program is None:
         raise _problem(key, f"{value!r} is no program found here", "/usr/bin/python3")
+    if not _is_python3(program):  # else every job fails later with a bare "exit code 1"
+        raise _problem(key, f"{value!r} does not run as a Python 3 interpreter", "/usr/bin/python3")
+
+
+def _is_python3(program: str) -> bool:
+    """Whether ``program -c ...`` answers as Python 3 (asked once per program file)."""
+    try:
+        seen = (program, os.stat(program).st_mtime)
+    except OSError:
+        return False
+    if seen not in _PYTHONS:
+        try:
+            r = subprocess.run(
+                [program, "-c", "import sys; print(sys.version_info[0])"],
+                capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+            _PYTHONS[seen] = r.returncode == 0 and r.stdout.strip() == "3"
+        except (OSError, subprocess.SubprocessError):
+            _PYTHONS[seen] = False
+    return _PYTHONS[seen]
 
 
 def _env_names(key: str, value: list[str]) -> None:

@@ -104,3 +104,16 @@ def header_text_of(status) -> str:
     from jupyter_ddl.present.state import DashboardState
 
     return header_text(DashboardState.of_status(status))
+
+
+def test_gang_and_queue_are_refused_on_the_local_backend(template):
+    from jupyter_ddl.core.bundle import build_bundle
+    from jupyter_ddl.errors import ValidationError
+    from jupyter_ddl.models import GangScheduling, JobSpec
+
+    backend, _ = template
+    spec = JobSpec(name="queued", strategy="torch-ddp", replicas={"Master": 1})
+    spec.gang = GangScheduling(queue="q1")
+    with pytest.raises(ValidationError, match="local backend .* has no scheduler queue"):
+        backend.submit(spec, build_bundle("x = 1"))
+    assert "queued" not in {s.name for s in backend.list()}

@@ -162,6 +162,8 @@ def test_a_corrupt_config_warns_once_and_falls_back(data_dir, ddl, capsys, conte
         ("local_max_processes=5000", "must be at most 4096"),
         ("stall_seconds=1e300", "must be at most 604800"),
         ("kube_read_timeout=inf", "must be a number"),
+        ("python=/bin/false", "'/bin/false' does not run as a Python 3 interpreter"),
+        ("python=true", "does not run as a Python 3 interpreter"),
     ],
 )
 def test_config_values_are_checked_when_set_and_nothing_is_saved(ddl, item, fragment):

@@ -64,6 +64,11 @@ class LocalBackend(Backend):
             raise ValidationError(
                 f"name: {spec.name!r} is not a job name; use lowercase letters, digits and '-'"
             )
+        if spec.gang is not None:  # silently dropped, it would promise what never happens
+            raise ValidationError(
+                "--gang/--queue/--priority: the local backend starts every replica at once "
+                "and has no scheduler queue; drop them, or submit with -b kubernetes"
+            )
         control.check_process_limit(spec, self.config.local_max_processes)
         self._check_resources(spec)
         jd = JobDir(self.root / spec.name)
