@@ -50,3 +50,21 @@ def test_a_job_from_a_clock_ahead_is_not_negative_minutes_old(shell, magics, fak
     shell.run_line_magic("ddl", "list")
     row = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("ahead"))
     assert "-60 min" not in row and " 0 min" in row, row
+
+
+def test_a_cell_raising_keyboardinterrupt_says_so(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cell = tmp_path / "cell.py"
+    cell.write_text("x = 1\nraise KeyboardInterrupt\n")
+    runtime = Path(__file__).resolve().parents[2] / "jupyter_ddl" / "runtime"
+    r = subprocess.run(
+        [sys.executable, "-c", f"import ddl_runtime; ddl_runtime.main({str(cell)!r}, {{}})"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": str(runtime)},
+    )  # fmt: skip
+    assert r.returncode == 130, r.stderr
+    assert f"KeyboardInterrupt at {cell}:2: the cell was interrupted" in r.stderr, r.stderr
