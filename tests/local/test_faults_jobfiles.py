@@ -117,3 +117,31 @@ def test_gang_and_queue_are_refused_on_the_local_backend(template):
     with pytest.raises(ValidationError, match="local backend .* has no scheduler queue"):
         backend.submit(spec, build_bundle("x = 1"))
     assert "queued" not in {s.name for s in backend.list()}
+
+
+def test_a_job_deleted_while_followed_is_reported_deleted(template):
+    import threading
+
+    from jupyter_ddl.errors import JobNotFound
+
+    backend, _ = template
+    name = submit(backend, "import time\nprint('up', flush=True)\ntime.sleep(120)\n", "torch-ddp", {"Master": 1})  # fmt: skip
+    seen: list[BaseException | None] = []
+
+    def follow():
+        try:
+            for _ in backend.watch(name):
+                pass
+            seen.append(None)
+        except BaseException as e:  # noqa: BLE001 - what the follower would show
+            seen.append(e)
+
+    t = threading.Thread(target=follow, daemon=True)
+    t.start()
+    import time
+
+    time.sleep(2)
+    LocalBackend().delete(name)  # another process's view of the same jobs
+    t.join(60)
+    assert seen and isinstance(seen[0], JobNotFound), seen
+    assert "was deleted" in str(seen[0]) and "unreadable" not in str(seen[0])

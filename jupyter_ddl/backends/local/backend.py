@@ -153,12 +153,14 @@ class LocalBackend(Backend):
             self._check_files(jd)
             status = jd.status() or self._initial_status(jd)
         except _READ_ERRORS:
+            self._check_not_deleted(jd)
             return control.unreadable_status(jd, control.supervisor_alive(jd))
         if status.state.finished or control.supervisor_alive(jd):
             return status
         try:
             status = jd.status() or status  # it may have finished between the two reads
         except _READ_ERRORS:
+            self._check_not_deleted(jd)
             return control.unreadable_status(jd, alive=False)
         if status.state.finished:
             return status
@@ -177,6 +179,17 @@ class LocalBackend(Backend):
         except OSError:
             pass  # not ours to write (another user's data dir): the answer still stands
         return status
+
+    @staticmethod
+    def _check_not_deleted(jd: JobDir) -> None:
+        """A job whose directory went away while someone read it (``%ddl delete``
+        from another kernel, the sidebar) was deleted, not broken: say so."""
+        if not jd.root.exists():
+            raise JobNotFound(
+                f"local job {jd.name!r} was deleted (by another kernel, the sidebar or "
+                "REST) while it was followed",
+                hint="`%ddl list` shows the jobs left",
+            )
 
     def _check_files(self, jd: JobDir) -> None:
         """Raise when spec.json or handle.json is not what we wrote (each is parsed
