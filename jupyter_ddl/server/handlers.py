@@ -9,9 +9,11 @@ run on the executor so a slow backend (a cluster far away) never stalls the serv
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Callable
 from itertools import islice
+from pathlib import Path
 from typing import Any, TypeVar
 
 from jupyter_server.auth.decorator import authorized
@@ -86,6 +88,17 @@ class DDLHandler(APIHandler):
             self.log.info("jupyter-ddl %s %s: %s", self.request.method, self.request.path, value)
             return
         super().log_exception(typ, value, tb)
+
+
+OPENAPI = Path(__file__).with_name("openapi.json")
+
+
+class OpenAPIHandler(DDLHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        """The OpenAPI document of these routes (docs/rest-api.md is its prose)."""
+        self.reply(json.loads(OPENAPI.read_text()))
 
 
 class BackendsHandler(DDLHandler):
