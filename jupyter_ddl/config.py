@@ -16,15 +16,17 @@ import json
 import math
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from jupyter_ddl._util import diskfull
 from jupyter_ddl._util.atomic import write_atomic
 from jupyter_ddl.core.names import is_dns1123_label, is_env_name
-from jupyter_ddl.errors import ValidationError
+from jupyter_ddl.errors import ResourceError, ValidationError
 
 
 def data_dir() -> Path:
@@ -103,6 +105,9 @@ class _Rule:
     optional: bool = False  # "none" (or nothing) sets None
     low: float | None = None
     high: float | None = None
+    # a sanity ceiling, said only when passed: a count or a time beyond it is a typo,
+    # and would overflow where it is used (a deque's length, a C timeout)
+    cap: float | None = None
     example: str = ""
     extra: Callable[[str, Any], None] | None = None  # further checks of a typed value
 
@@ -139,12 +144,16 @@ class _Rule:
                 or not math.isfinite(value)
             ):
                 raise _problem(key, "must be a number", self.example)
+            if self.cap is not None and value > self.cap:
+                raise _problem(
+                    key, f"must be at most {self.cap:g}, not {_number(value)}", self.example
+                )
             value = float(value) if self.kind == "float" else value
             if (self.low is not None and value < self.low) or (
                 self.high is not None and value > self.high
             ):
                 span = _span(self.low, self.high)
-                raise _problem(key, f"must be {span}, not {value:g}", self.example)
+                raise _problem(key, f"must be {span}, not {_number(value)}", self.example)
         elif self.kind == "text" and not (isinstance(value, str) and value):
             raise _problem(key, "must be a non-empty text", self.example)
         elif self.kind == "list" and not _strings(value):
@@ -156,6 +165,13 @@ class _Rule:
         if self.extra is not None:
             self.extra(key, value)
         return value
+
+
+def _number(value: float) -> str:
+    """A number as a line can hold it (an absurdly long integer by its digit count)."""
+    if isinstance(value, int) and abs(value) >= 10**15:
+        return f"a {len(str(abs(value)))}-digit number"
+    return f"{value:g}"
 
 
 def _span(low: float | None, high: float | None) -> str:
@@ -206,9 +222,35 @@ def _namespace(key: str, value: str | None) -> None:
         raise _problem(key, f"{value!r} is no namespace name (a DNS label)", "team-a")
 
 
+_PYTHONS: dict[tuple[str, float], bool] = {}  # (program, mtime) -> runs as Python 3
+
+
 def _interpreter(key: str, value: str | None) -> None:
-    if value is not None and shutil.which(value) is None:
+    if value is None:
+        return
+    program = shutil.which(value)
+    if program is None:
         raise _problem(key, f"{value!r} is no program found here", "/usr/bin/python3")
+    if not _is_python3(program):  # else every job fails later with a bare "exit code 1"
+        raise _problem(key, f"{value!r} does not run as a Python 3 interpreter", "/usr/bin/python3")
+
+
+def _is_python3(program: str) -> bool:
+    """Whether ``program -c ...`` answers as Python 3 (asked once per program file)."""
+    try:
+        seen = (program, os.stat(program).st_mtime)
+    except OSError:
+        return False
+    if seen not in _PYTHONS:
+        try:
+            r = subprocess.run(
+                [program, "-c", "import sys; print(sys.version_info[0])"],
+                capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+            _PYTHONS[seen] = r.returncode == 0 and r.stdout.strip() == "3"
+        except (OSError, subprocess.SubprocessError):
+            _PYTHONS[seen] = False
+    return _PYTHONS[seen]
 
 
 def _env_names(key: str, value: list[str]) -> None:
@@ -217,7 +259,7 @@ def _env_names(key: str, value: list[str]) -> None:
         raise _problem(key, f"takes variable names, not {', '.join(bad)}", "HF_HOME,WANDB_MODE")
 
 
-_SECONDS = _Rule("float", low=1e-3, example="10")
+_SECONDS = _Rule("float", low=1e-3, cap=86400, example="10")
 _RULES: dict[str, _Rule] = {
     "backend": _Rule("text", example="local", extra=_known_backend),
     "namespace": _Rule("text", optional=True, example="team-a", extra=_namespace),
@@ -231,17 +273,17 @@ _RULES: dict[str, _Rule] = {
         extra=_frameworks,
     ),  # fmt: skip
     "python": _Rule("text", optional=True, example="/usr/bin/python3", extra=_interpreter),
-    "log_tail": _Rule("int", low=1, example="500"),
+    "log_tail": _Rule("int", low=1, cap=100_000, example="500"),
     "refresh_hz": _Rule("float", low=1, high=10, example="4"),
-    "logs_max_lines": _Rule("int", low=1, example="5000"),
+    "logs_max_lines": _Rule("int", low=1, cap=10_000_000, example="5000"),
     "kube_connect_timeout": _SECONDS,
     "kube_read_timeout": _SECONDS,
     "kube_write_timeout": _SECONDS,
-    "local_max_processes": _Rule("int", optional=True, low=1, example="16"),
+    "local_max_processes": _Rule("int", optional=True, low=1, cap=4096, example="16"),
     "local_env_passthrough": _Rule("list", example="HF_HOME,WANDB_MODE", extra=_env_names),
-    "stall_seconds": _Rule("float", low=0, example="120"),
-    "teardown_timeout": _Rule("float", low=1, example="600"),
-    "local_warm_seconds": _Rule("float", low=0, example="1800"),
+    "stall_seconds": _Rule("float", low=0, cap=7 * 86400, example="120"),
+    "teardown_timeout": _Rule("float", low=1, cap=86400, example="600"),
+    "local_warm_seconds": _Rule("float", low=0, cap=7 * 86400, example="1800"),
     "trainer_release": _Rule("text", optional=True, example="v2.1.0", extra=_trainer_release),
 }
 assert set(_RULES) == {f.name for f in fields(Config)}, "every config key needs a rule"
@@ -299,5 +341,12 @@ def load_config(warn: Callable[[str], None] = _warn) -> Config:
 def save_config(cfg: Config) -> None:
     """Write the file, readable by its owner only (it may name registries and clusters)."""
     path = config_path()
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(cfg.to_dict(), indent=2, sort_keys=True).encode())
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_atomic(path, json.dumps(cfg.to_dict(), indent=2, sort_keys=True).encode())
+    except OSError as e:
+        if not diskfull.is_full(e):
+            raise
+        raise ResourceError(
+            diskfull.message(path), hint="free space there; the settings were not saved"
+        ) from None

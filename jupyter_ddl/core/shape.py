@@ -125,6 +125,9 @@ class JobShape:
 
 def count_problems(strategy: Strategy, replicas: Mapping[str, Any], trainjob: bool) -> list[str]:
     """Every problem of a spec's counts against ``strategy``'s role rules, one line each."""
+    huge = too_many(replicas)
+    if huge:
+        return [huge]
     out = []
     for role, n in replicas.items():
         rule = strategy.rule(role)
@@ -145,6 +148,29 @@ def count_problems(strategy: Strategy, replicas: Mapping[str, Any], trainjob: bo
                 f"set {role} to {rule.default if rule.allows(rule.default) else rule.min}"
             )
     return out
+
+
+#: the most replicas one role may have, and one job in all. Checked before anything
+#: works per replica (names, placement and the shape are per-replica work, some of it
+#: quadratic), so an absurd count is refused at once instead of hanging the kernel.
+MAX_REPLICAS = 1000
+
+
+def too_many(replicas: Mapping[str, Any]) -> str | None:
+    """One line when a count, or all of them together, is above ``MAX_REPLICAS``."""
+    counts = {r: n for r, n in replicas.items() if isinstance(n, int) and not isinstance(n, bool)}
+    for role, n in counts.items():
+        if n > MAX_REPLICAS:
+            return f"replicas.{role}: {short_count(n)} is above the limit of {MAX_REPLICAS}; give fewer"
+    total = sum(n for n in counts.values() if n > 0)
+    if total > MAX_REPLICAS:
+        return f"replicas: {short_count(total)} in all is above the limit of {MAX_REPLICAS}; give fewer"
+    return None
+
+
+def short_count(n: int) -> str:
+    """A count as written, or its digit count when it is absurdly long."""
+    return str(n) if n < 10**12 else f"a {len(str(n))}-digit count"
 
 
 def _not_a_count(role: str, n: Any) -> str | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from jupyter_ddl.core.shape import fill_counts
+from jupyter_ddl.core.shape import MAX_REPLICAS, fill_counts, short_count, too_many
 from jupyter_ddl.core.strategies import Strategy, get_strategy
 from jupyter_ddl.errors import ValidationError
 from jupyter_ddl.models import GangScheduling, JobSpec, Resources, RestartPolicy
@@ -100,6 +100,15 @@ def role_counts(strategy: Strategy, args: DistributeArgs) -> dict[str, int]:
                 f"(roles: {', '.join(strategy.role_names)}); drop the flag"
             )
     counts = fill_counts(strategy.name, given, None)
+    # before the fill arithmetic and every per-replica step after it
+    if args.replicas is not None and args.replicas > MAX_REPLICAS:
+        raise ValidationError(
+            f"--replicas {short_count(args.replicas)}: above the limit of {MAX_REPLICAS}; "
+            "give fewer"
+        )
+    huge = too_many(counts)
+    if huge:
+        raise ValidationError(huge)
     if args.replicas is not None:
         fill = strategy.fill_role
         counts[fill.role] = _fill(strategy, counts, args.replicas, explicit.get(fill.role))

@@ -15,6 +15,7 @@ from jupyter_ddl.errors import JobFailed, ValidationError
 from jupyter_ddl.models import JobState, JobStatus
 from jupyter_ddl.notebook.flags import RaisingParser
 from jupyter_ddl.notebook.session import Session
+from jupyter_ddl.present.clip import clip
 from jupyter_ddl.present.state import DashboardState
 from jupyter_ddl.present.text import diagnosis_of, header_text, root_cause_text, table_text
 
@@ -45,6 +46,10 @@ def run_command(session: Session, line: str) -> Any:
     return _HANDLERS[command](session, rest)
 
 
+#: the largest --tail (or other count) a %ddl command takes
+MAX_FLAG_NUMBER = 10**9
+
+
 def _named(
     session: Session, command: str, rest: list[str], *extra: tuple[str, type]
 ) -> argparse.Namespace:
@@ -56,8 +61,11 @@ def _named(
     args = p.parse_words(rest)
     for flag, _ in extra:
         value = getattr(args, flag.lstrip("-"), None)
-        if isinstance(value, (int, float)) and not value > 0:  # also NaN
-            raise ValidationError(f"%ddl {command}: {flag} {value:g}: give a number above 0")
+        if isinstance(value, (int, float)) and not 0 < value <= MAX_FLAG_NUMBER:  # also NaN
+            shown = f"{value:g}" if abs(value) < 10**15 else f"a {len(str(value))}-digit number"
+            raise ValidationError(
+                f"%ddl {command}: {flag} {shown}: give a number above 0, at most {MAX_FLAG_NUMBER}"
+            )
     if args.name is None:
         if session.last_job is None:
             raise ValidationError(
@@ -89,7 +97,8 @@ def _print_jobs(jobs: list[JobStatus]) -> None:
     rows = [("name", "backend", "strategy", "state", "ready", "age", "from")]
     now = time.time()
     for j in jobs:
-        age = f"{(now - j.created) / 60:.0f} min" if j.created else ""
+        # a job file from a clock ahead of ours is not from the future: age 0
+        age = f"{max(0.0, now - j.created) / 60:.0f} min" if j.created else ""
         state = j.state.value
         if j.message and j.message.startswith("unreadable: "):  # which file, not a guess
             state = j.message.split(" (", 1)[0].split(";", 1)[0]
@@ -127,7 +136,17 @@ def _logs(session: Session, rest: list[str]) -> None:
         if limit is not None and shown >= limit:
             print(_rest_of_log(session, a.name, a.replica, limit))
             return
-        print(f"[{line.replica}] {line.text}")
+        print(
+            f"[{line.replica}] {clip(line.text, whole=_where_whole(session, a.name, line.replica))}"
+        )
+
+
+def _where_whole(session: Session, name: str, replica: str) -> str:
+    """Where a cut line is whole: the replica's log file (local), else its pod log."""
+    job_dir = getattr(session.manager.find(name), "job_dir", None)
+    if job_dir is not None:
+        return f"the whole line is in {job_dir(name) / 'logs' / f'{replica}.log'}"
+    return f"the whole line is in the log of {replica} (`kubectl logs`)"
 
 
 def _rest_of_log(session: Session, name: str, replica: str | None, shown: int) -> str:

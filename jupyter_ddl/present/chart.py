@@ -185,7 +185,7 @@ def _chart(
     xa = linear_axis(min(steps, default=0.0), max(steps, default=1.0), 5, integer=True)
     pw, ph = _W - _L - _R, _H - _T - _B
     name = f"{metric} ({source})" + (" · log scale" if log else "")
-    out = [f'<g class="ddl-chart-panel" data-metric="{escape(metric)}" data-source="{source}" '
+    out = [f'<g class="ddl-chart-panel" data-metric="{escape(metric)}" data-source="{escape(source)}" '
            f'data-log="{str(log).lower()}" transform="translate({x0},{y0})">']  # fmt: skip
     out.append(f'<text x="{_L}" y="16" font-weight="bold" {TEXT}>{escape(name)}</text>')
 
@@ -247,7 +247,7 @@ def _hover_points(
     keep = pts[::every] + ([pts[-1]] if pts and (len(pts) - 1) % every else [])
     return "".join(
         f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2.5" fill="{color}">'
-        f"<title>{who} · step {x:g}: {metric} = {y:.6g}</title></circle>"
+        f"<title>{who} · step {x:g}: {escape(metric)} = {y:.6g}</title></circle>"
         for x, y in keep
     )
 

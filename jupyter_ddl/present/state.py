@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from jupyter_ddl.core import failures
 from jupyter_ddl.models import EventKind, JobEvent, JobState, JobStatus, ReplicaStatus
 from jupyter_ddl.present.chart import Point
+from jupyter_ddl.present.clip import clip
 
 #: one colour per replica, in order of appearance (readable on light and dark themes)
 PALETTE = (
@@ -156,6 +157,7 @@ class DashboardState:
         self._line(view, line.text)
 
     def _line(self, view: ReplicaView, text: str) -> None:
+        text = clip(text, whole=f"`%ddl logs {self.name} --replica {view.id}` shows the line")
         view.line_count += 1
         view.lines.append(text)
         self.merged.append((view.id, text))

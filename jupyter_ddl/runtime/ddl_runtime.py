@@ -355,7 +355,15 @@ def main(cell_path: str, namespace: dict[str, Any]) -> None:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if e.code is not None and not isinstance(e.code, int):
             print(e.code, file=sys.stderr)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
+        # 130 alone reads as a crash: say it was an interrupt, and where it landed
+        frames = traceback.extract_tb(e.__traceback__)
+        where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+        print(
+            f"KeyboardInterrupt{where}: the cell was interrupted (SIGINT, or it raised "
+            "KeyboardInterrupt); exit code 130",
+            file=sys.stderr,
+        )
         code = 130
     except BaseException as e:  # noqa: BLE001 - the user's failure: log it, exit non-zero
         tb = e.__traceback__

@@ -16,6 +16,7 @@ from jupyter_ddl.core.failures import diagnose, outcomes
 from jupyter_ddl.core.metrics import parse_metric_line
 from jupyter_ddl.errors import ValidationError
 from jupyter_ddl.models import Capabilities, JobSpec, JobState, JobStatus, LogLine
+from jupyter_ddl.present.clip import MAX_MESSAGE, clip
 
 if TYPE_CHECKING:
     from jupyter_ddl.manager import JobList
@@ -39,13 +40,23 @@ def parse_states(raw: str | None) -> set[JobState] | None:
     return out or None
 
 
+#: the largest integer a query argument may be: line counts and offsets beyond it are
+#: typos, and would overflow where they become C sizes
+MAX_QUERY_INT = 10**9
+
+
 def parse_int(raw: str | None, name: str, *, default: int | None, minimum: int = 0) -> int | None:
-    """A non-negative integer query argument; raises ValidationError on anything else."""
+    """A non-negative integer query argument up to ``MAX_QUERY_INT``; raises
+    ValidationError (a 400) on anything else."""
     if raw is None or raw == "":
         return default
-    value = int(raw) if raw.isascii() and raw.isdigit() else None  # no sign, no decimals
-    if value is None or value < minimum:
-        raise ValidationError(f"{name}: expected an integer >= {minimum}, got {raw!r}")
+    ok = raw.isascii() and raw.isdigit() and len(raw) <= 12  # no sign, no decimals
+    value = int(raw) if ok else None
+    if value is None or not minimum <= value <= MAX_QUERY_INT:
+        shown = repr(raw) if len(raw) <= 40 else f"{raw[:40]!r}... ({len(raw)} characters)"
+        raise ValidationError(
+            f"{name}: expected an integer from {minimum} to {MAX_QUERY_INT}, got {shown}"
+        )
     return value
 
 
@@ -79,7 +90,9 @@ def job_summary(status: JobStatus, now: float | None = None) -> dict[str, Any]:
         "elapsed": elapsed(status, now),
         "notebook": status.notebook,
         "cell_id": status.cell_id,
-        "message": status.message,
+        "message": clip(status.message, MAX_MESSAGE, "GET .../logs has every line")
+        if status.message
+        else status.message,
         "metrics": dict(status.metrics),
     }
 

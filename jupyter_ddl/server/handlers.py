@@ -13,12 +13,14 @@ import json
 import threading
 from collections.abc import Callable
 from itertools import islice
+from pathlib import Path
 from typing import Any, TypeVar
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
+from jupyter_ddl._util import jsonsafe
 from jupyter_ddl.errors import DDLError
 from jupyter_ddl.manager import JobManager
 from jupyter_ddl.models import LogLine
@@ -59,7 +61,7 @@ class DDLHandler(APIHandler):
     def reply(self, data: Any, status: int = 200) -> None:
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps(data))
+        self.finish(jsonsafe.dumps(data))
 
     def send_error(self, status_code: int = 500, **kwargs: Any) -> None:
         """The one place domain errors meet HTTP: a DDLError answers its own status."""
@@ -78,7 +80,7 @@ class DDLHandler(APIHandler):
         if problems:
             body["problems"] = problems
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps(body))
+        self.finish(jsonsafe.dumps(body))
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
         # A domain error is an answer, not a server fault: one line, no traceback.
@@ -86,6 +88,17 @@ class DDLHandler(APIHandler):
             self.log.info("jupyter-ddl %s %s: %s", self.request.method, self.request.path, value)
             return
         super().log_exception(typ, value, tb)
+
+
+OPENAPI = Path(__file__).with_name("openapi.json")
+
+
+class OpenAPIHandler(DDLHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        """The OpenAPI document of these routes (docs/rest-api.md is its prose)."""
+        self.reply(json.loads(OPENAPI.read_text()))
 
 
 class BackendsHandler(DDLHandler):

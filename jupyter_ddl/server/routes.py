@@ -15,6 +15,7 @@ from jupyter_ddl.server.handlers import (
     JobsHandler,
     LogsHandler,
     MetricsHandler,
+    OpenAPIHandler,
 )
 from jupyter_ddl.server.job_stream import JobEventsHandler
 
@@ -28,6 +29,7 @@ def routes(base_url: str = "/") -> list[tuple[str, type[DDLHandler]]]:
         return url_path_join(base_url, NAMESPACE, *parts)
 
     return [
+        (url("openapi.json"), OpenAPIHandler),
         (url("backends"), BackendsHandler),
         (url("strategies"), StrategiesHandler),
         (url("events"), JobEventsHandler),

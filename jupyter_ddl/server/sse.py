@@ -10,7 +10,6 @@ iterator honours, so no thread outlives its client.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import queue
 import threading
@@ -20,6 +19,7 @@ from typing import Any
 from tornado.iostream import StreamClosedError
 from tornado.web import RequestHandler
 
+from jupyter_ddl._util import jsonsafe
 from jupyter_ddl._util.queues import put_until_stopped
 from jupyter_ddl.errors import DDLError
 from jupyter_ddl.models import LogLine
@@ -36,7 +36,7 @@ BATCH = 500  # at most this many events per write
 def format_event(event: str, data: Any, event_id: str | None = None) -> str:
     """One SSE frame. ``data`` is JSON-encoded on one line, so no frame splitting."""
     head = f"id: {event_id}\n" if event_id is not None else ""
-    return f"{head}event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+    return f"{head}event: {event}\ndata: {jsonsafe.dumps(data, separators=(',', ':'))}\n\n"
 
 
 def log_event(line: LogLine) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from jupyter_ddl.core import kinds, names
-from jupyter_ddl.core.shape import count_problems
+from jupyter_ddl.core.shape import count_problems, too_many
 from jupyter_ddl.core.strategies import CATALOG, Strategy
 from jupyter_ddl.errors import ValidationError
 from jupyter_ddl.models import JobSpec
@@ -34,6 +34,9 @@ def problems(spec: JobSpec) -> list[str]:
     if strategy is None:
         known = ", ".join(CATALOG)
         return [f"strategy: unknown strategy {spec.strategy!r}; choose one of: {known}"]
+    huge = too_many(spec.replicas)
+    if huge:  # before every check that works per replica
+        return [huge]
     out = _name_syntax(spec) + _replicas(spec, strategy) + _target(spec, strategy)
     if not out:  # these need a good name, sane counts and a known job kind
         out += _name_length(spec)

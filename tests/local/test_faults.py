@@ -178,11 +178,11 @@ def test_killed_replica_fails_the_job_and_leaves_nothing(backend):
 def test_too_many_processes_are_refused_before_anything_starts(data_dir):
     cores = os.cpu_count() or 1
     backend = LocalBackend()
-    spec = JobSpec(name="huge", strategy="tf-multi-worker-mirrored", replicas={"Worker": 10000})
+    spec = JobSpec(name="huge", strategy="tf-multi-worker-mirrored", replicas={"Worker": 900})
     with pytest.raises(ResourceError) as e:
         backend.submit(spec, build_bundle("print(1)"))
     msg = str(e.value)
-    assert "10000 local processes" in msg and f"({4 * cores}, local_max_processes" in msg
+    assert "900 local processes" in msg and f"({4 * cores}, local_max_processes" in msg
     assert "`%ddl config local_max_processes=N`" in msg and "\n" not in msg
     assert backend.list() == [] and not (data_dir / "jobs" / "huge").exists()
     small = LocalBackend(Config(local_max_processes=2))

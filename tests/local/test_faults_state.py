@@ -157,6 +157,13 @@ def test_a_corrupt_config_warns_once_and_falls_back(data_dir, ddl, capsys, conte
         ("stall_seconds=soon", "must be a number, not 'soon'"),
         ("local_env_passthrough=A=1", "takes variable names, not A=1"),
         ("nosuch=1", "unknown key 'nosuch'"),
+        ("log_tail=99999999999999999999", "log_tail must be at most 100000, not a 20-digit"),
+        ("logs_max_lines=1e400", "must be a number"),
+        ("local_max_processes=5000", "must be at most 4096"),
+        ("stall_seconds=1e300", "must be at most 604800"),
+        ("kube_read_timeout=inf", "must be a number"),
+        ("python=/bin/false", "'/bin/false' does not run as a Python 3 interpreter"),
+        ("python=true", "does not run as a Python 3 interpreter"),
     ],
 )
 def test_config_values_are_checked_when_set_and_nothing_is_saved(ddl, item, fragment):
@@ -251,6 +258,8 @@ def test_logs_without_tail_stop_at_the_limit_and_say_where_the_rest_is(data_dir,
         (f"logs {name} --tail 3 --tail 4", "--tail is given twice"),
         (f"logs {name} --replica worker-0 --replica worker-0", "--replica is given twice"),
         (f"wait {name} --timeout -5", "--timeout -5: give a number above 0"),
+        (f"logs {name} --tail 99999999999999999999999", "--tail a 23-digit number: give"),
+        (f"logs {name} --tail 1000000001", "at most 1000000000"),
     ]:
         with pytest.raises(ShownError) as e:
             ddl(bad)

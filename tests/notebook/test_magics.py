@@ -338,3 +338,14 @@ def test_a_secret_read_into_a_variable_is_refused_before_anything_is_written(
     run(shell, "repo = %env GITHUB_REPOSITORY")
     shell.run_cell_magic("distribute", "--strategy torch-ddp --name fine", "print(repo)")
     assert b"someone/some-repository" in fake.submitted[-1][1].files["cell.py"]
+
+
+def test_ddl_logs_cuts_a_huge_line_and_says_where_it_is(shell, magics, fake, capsys, data_dir):
+    _play(fake, "huge1", lines=1)
+    shell.run_cell_magic("distribute", "--strategy torch-ddp --replicas 2 --name huge1 --wait", "x = 1")  # fmt: skip
+    fake.log("huge1", "master-0", "y" * 1_048_576)
+    capsys.readouterr()
+    shell.run_line_magic("ddl", "logs huge1 --replica master-0 --tail 6")
+    out = capsys.readouterr().out
+    assert len(out) < 10_000
+    assert "1,044,576 more characters cut; the whole line is in" in out

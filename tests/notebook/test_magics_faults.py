@@ -65,3 +65,41 @@ def test_secret_looking_names():
         "EPOCHS", "KEYBOARD_LAYOUT", "MONKEY", "PWD", "BATCH_SIZE", "AUTHOR",
     ]  # fmt: skip
     assert secret_looking(names) == names[:10]
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        "--replicas 1000000",
+        "--replicas 99999999999999999999999",
+        "--workers 99999999999999999999999",
+        "--strategy tf-parameter-server --ps 5000 --replicas 2",
+    ],
+)
+def test_absurd_counts_are_refused_in_one_line_at_once(shell, magics, fake, flags):
+    import time
+
+    line = flags if "--strategy" in flags else f"--strategy torch-ddp {flags}"
+    t0 = time.monotonic()
+    with pytest.raises(ShownError) as e:
+        shell.run_cell_magic("distribute", line, "x = 1")
+    took = time.monotonic() - t0
+    assert isinstance(e.value.error, ValidationError), e.value
+    assert "above the limit of 1000" in str(e.value) and "\n" not in str(e.value)
+    assert len(str(e.value)) < 300
+    assert took < 0.1, took
+    assert fake.submitted == []
+
+
+@pytest.mark.parametrize("n", [1001, 10**6, 10**23])
+def test_a_spec_with_absurd_counts_is_refused_before_any_per_replica_work(n):
+    import time
+
+    from jupyter_ddl import validation
+    from jupyter_ddl.models import JobSpec
+
+    spec = JobSpec(name="j", strategy="torch-ddp", replicas={"Master": 1, "Worker": n})
+    t0 = time.monotonic()
+    found = validation.problems(spec)
+    assert time.monotonic() - t0 < 0.1
+    assert len(found) == 1 and "above the limit of 1000" in found[0]

@@ -62,6 +62,17 @@ async def test_bad_input_is_a_400_with_one_line(jp_fetch, fake_manager):
         jp_fetch, "jupyter-ddl", "jobs", "job-c", "logs", params={"offset": "-3"}
     )
     assert code == 400 and "offset" in body["message"]
+    for param in ("tail", "offset", "limit"):
+        for huge in ("99999999999999999999999", "1000000001", "9" * 5000):
+            code, body = await _error(
+                jp_fetch, "jupyter-ddl", "jobs", "job-c", "logs", params={param: huge}
+            )
+            assert code == 400 and param in body["message"], (param, huge, body)
+            assert len(body["message"]) < 200
+    code, body = await _error(
+        jp_fetch, "jupyter-ddl", "jobs", "job-c", "metrics", params={"offset": "9" * 30}
+    )
+    assert code == 400
 
 
 async def test_unknown_job_is_404_everywhere(jp_fetch, fake_manager):

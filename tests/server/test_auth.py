@@ -32,6 +32,7 @@ def test_every_route_is_enumerated():
     # guards the enumeration itself: if routes() grows, this list must be extended
     found = {(p.replace("jupyter-ddl/", ""), m) for p, m in _endpoints()}
     assert found == {
+        ("openapi.json", "GET"),
         ("backends", "GET"),
         ("strategies", "GET"),
         ("events", "GET"),

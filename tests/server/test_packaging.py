@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import site
 import subprocess
 import sys
 import zipfile
@@ -76,13 +77,21 @@ def test_wheel_installs_and_enables_both_extensions_without_node(tmp_path):
         re.search(r"labextensions/jupyter-ddl/static/remoteEntry\.\w+\.js$", n) for n in names
     )
 
-    # A fresh venv (borrowing the installed Jupyter, so no download), PATH without Node.
+    # A fresh venv, PATH without Node. It borrows Jupyter from the environment the setup
+    # scripts filled (this interpreter's site-packages, read through a .pth: its own
+    # .pth files, the editable jupyter_ddl among them, stay unread), never from the base
+    # interpreter, which a fresh machine leaves bare.
     venv = tmp_path / "venv"
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
-        check=True,
-    )
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     py = str(venv / "bin" / "python")
+    own_site = subprocess.run(
+        [py, "-c", "import site; print(site.getsitepackages()[0])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    borrowed = [p for p in site.getsitepackages() if Path(p).is_dir()]
+    (Path(own_site) / "_borrowed_test_env.pth").write_text("\n".join(borrowed) + "\n")
     env = _no_node_env(
         tmp_path / "bin",
         {"JUPYTER_CONFIG_DIR": str(tmp_path / "cfg"), "JUPYTER_DATA_DIR": str(tmp_path / "data")},

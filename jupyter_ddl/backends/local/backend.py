@@ -15,6 +15,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from jupyter_ddl._util import diskfull
 from jupyter_ddl.backends.base import Backend, LogQuery
 from jupyter_ddl.backends.local import control, gpus, warm
 from jupyter_ddl.backends.local.events import watch_job
@@ -26,8 +27,10 @@ from jupyter_ddl.config import Config, data_dir
 from jupyter_ddl.core.strategies import CATALOG
 from jupyter_ddl.errors import (
     BackendUnavailable,
+    DDLError,
     JobConflict,
     JobNotFound,
+    ResourceError,
     SubmitAborted,
     ValidationError,
 )
@@ -71,6 +74,11 @@ class LocalBackend(Backend):
             raise ValidationError(
                 f"name: {spec.name!r} is not a job name; use lowercase letters, digits and '-'"
             )
+        if spec.gang is not None:  # silently dropped, it would promise what never happens
+            raise ValidationError(
+                "--gang/--queue/--priority: the local backend starts every replica at once "
+                "and has no scheduler queue; drop them, or submit with -b kubernetes"
+            )
         control.check_process_limit(spec, self.config.local_max_processes)
         self._check_resources(spec)
         jd = JobDir(self.root / spec.name)
@@ -93,12 +101,12 @@ class LocalBackend(Backend):
                 hint=f"pick another name, or `%ddl delete {spec.name}` first",
             ) from None
         except OSError as e:
-            raise SubmitAborted(aborted_message(spec.name, e, jd.root)) from None
+            raise _aborted(spec.name, e, jd.root) from None
         try:  # from here the directory is ours: complete, or removed again
             jd.create(spec, bundle, handle, cwd=os.getcwd(), python=python, settings=settings)
         except (KeyboardInterrupt, OSError) as e:
             _discard(jd.root)
-            raise SubmitAborted(aborted_message(spec.name, e, jd.root)) from None
+            raise _aborted(spec.name, e, jd.root) from None
         try:
             eligible = self._start(spec, jd, python, bundle.requirements)
         except KeyboardInterrupt as e:
@@ -108,7 +116,7 @@ class LocalBackend(Backend):
                     f"`%ddl cancel {spec.name}` stops it"
                 ) from None
             _discard(jd.root)  # no supervisor yet: nothing may stay behind
-            raise SubmitAborted(aborted_message(spec.name, e, jd.root)) from None
+            raise _aborted(spec.name, e, jd.root) from None
         if eligible:
             self._start_spare()  # for the next job like this one
         return handle
@@ -172,20 +180,25 @@ class LocalBackend(Backend):
             self._check_files(jd)
             status = jd.status() or self._initial_status(jd)
         except _READ_ERRORS:
+            self._check_not_deleted(jd)
             return control.unreadable_status(jd, control.supervisor_alive(jd))
         if status.state.finished or control.supervisor_alive(jd):
             return status
         try:
             status = jd.status() or status  # it may have finished between the two reads
         except _READ_ERRORS:
+            self._check_not_deleted(jd)
             return control.unreadable_status(jd, alive=False)
         if status.state.finished:
             return status
         control.stop_leftovers(jd)
+        why = (
+            diskfull.message(jd.root) if diskfull.nearly_full(jd.root) else "unexpectedly (killed?)"
+        )
         status = control.end_without_supervisor(
             status,
             JobState.FAILED,
-            f"the supervisor of {jd.name} stopped unexpectedly (killed?) and its processes "
+            f"the supervisor of {jd.name} stopped {why} and its processes "
             f"were stopped; see {jd.supervisor_log}",
         )
         try:
@@ -193,6 +206,17 @@ class LocalBackend(Backend):
         except OSError:
             pass  # not ours to write (another user's data dir): the answer still stands
         return status
+
+    @staticmethod
+    def _check_not_deleted(jd: JobDir) -> None:
+        """A job whose directory went away while someone read it (``%ddl delete``
+        from another kernel, the sidebar) was deleted, not broken: say so."""
+        if not jd.root.exists():
+            raise JobNotFound(
+                f"local job {jd.name!r} was deleted (by another kernel, the sidebar or "
+                "REST) while it was followed",
+                hint="`%ddl list` shows the jobs left",
+            )
 
     def _check_files(self, jd: JobDir) -> None:
         """Raise when spec.json or handle.json is not what we wrote (each is parsed
@@ -232,6 +256,8 @@ class LocalBackend(Backend):
                 status = self._status(jd)
             except OSError:
                 continue
+            except Exception:  # noqa: BLE001 - one job's bad state never hides the others
+                status = control.unreadable_status(jd, alive=False)
             if notebook is None or status.notebook == notebook:
                 out.append(status)
         return sorted(out, key=lambda s: s.created or 0, reverse=True)
@@ -306,6 +332,18 @@ class LocalBackend(Backend):
 def _plain_name(name: str) -> bool:
     """A name that is one directory entry: never a path, never hidden."""
     return bool(name) and "/" not in name and "\0" not in name and not name.startswith(".")
+
+
+def _aborted(name: str, error: BaseException, where: Path) -> DDLError:
+    """The error of a submit that stopped part-way: a full disk is named as such."""
+    if diskfull.is_full(error):
+        assert isinstance(error, OSError)
+        return ResourceError(
+            f"{name} was not submitted: {diskfull.message(error.filename or where)}; "
+            "nothing was left",
+            hint="free space there, or point JUPYTER_DDL_DATA_DIR at another disk",
+        )
+    return SubmitAborted(aborted_message(name, error, where))
 
 
 def aborted_message(name: str, error: BaseException, where: Path) -> str:

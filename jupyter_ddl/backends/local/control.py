@@ -221,7 +221,7 @@ def unreadable_status(jd: JobDir, alive: bool) -> JobStatus:
     def read(label: str, reader: Callable[[], T]) -> T | None:
         try:
             return reader()
-        except (OSError, ValueError, KeyError, TypeError) as e:
+        except Exception as e:  # noqa: BLE001 - say which file, whatever it raised
             why = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
             problems.append(f"{label} ({why})")
             return None

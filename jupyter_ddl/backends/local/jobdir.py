@@ -30,11 +30,12 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from jupyter_ddl._util import timestamps
+from jupyter_ddl._util import timestamps, typecheck
 from jupyter_ddl._util.atomic import write_atomic
 from jupyter_ddl.models import CodeBundle, JobHandle, JobSpec, JobStatus
 
@@ -174,10 +175,15 @@ class JobDir:
         write_json(self.spec_path, spec.to_dict())  # written last: marks the dir complete
 
     def spec(self) -> JobSpec:
-        return JobSpec.from_dict(json.loads(self.spec_path.read_text()))
+        spec = _parsed(self.spec_path, JobSpec.from_dict)
+        try:
+            spec.shape  # noqa: B018 - the counts must resolve, or nothing can show the job
+        except Exception as e:  # noqa: BLE001 - whatever a mangled spec raises
+            raise ValueError(f"its replicas do not resolve ({_why(e)})") from None
+        return spec
 
     def handle(self) -> JobHandle:
-        return JobHandle(**json.loads(self.handle_path.read_text()))
+        return _parsed(self.handle_path, lambda d: JobHandle(**d))
 
     def local(self) -> dict[str, Any]:
         """{"cwd": ..., "python": ..., settings...} recorded at submit time."""
@@ -194,11 +200,12 @@ class JobDir:
     def status(self) -> JobStatus | None:
         """The last status written, None before the first; raises ValueError (or
         TypeError/KeyError) when the file is there but is no status."""
+        if not self.status_path.exists():
+            return None
         try:
-            text = self.status_path.read_text()
+            return _parsed(self.status_path, JobStatus.from_dict)
         except FileNotFoundError:
             return None
-        return JobStatus.from_dict(json.loads(text))
 
     def write_status(self, status: JobStatus) -> None:
         write_json(self.status_path, status.to_dict())
@@ -226,3 +233,30 @@ class JobDir:
         if not self.logs_dir.is_dir():
             return {}
         return {p.stem: p for p in sorted(self.logs_dir.glob("*.log"))}
+
+
+T = TypeVar("T")
+
+
+def _parsed(path: Path, build: Callable[[Any], T]) -> T:
+    """``build`` over the JSON in ``path``; ValueError (one line) when the file is not
+    what jupyter-ddl wrote: not JSON, a field missing or of the wrong type."""
+    data = json.loads(path.read_text())
+    if not isinstance(data, dict):
+        raise ValueError(f"holds {type(data).__name__}, not an object")
+    try:
+        obj = build(data)
+    except Exception as e:  # noqa: BLE001 - whatever a mangled record raises
+        raise ValueError(_why(e)) from None
+    bad = typecheck.mismatch(obj)
+    if bad:
+        raise ValueError(f"{bad} has the wrong type")
+    name = getattr(obj, "name", path.parent.name)
+    if name != path.parent.name:
+        raise ValueError(f"names another job ({str(name)[:60]!r})")
+    return obj
+
+
+def _why(e: BaseException) -> str:
+    text = str(e).splitlines()[0][:120] if str(e) else ""
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__

@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -83,10 +84,16 @@ def _run(
             return None if stopped() else -1
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+
 def _last_line(log: Path) -> str:
+    """pip's own words for the failure: its last ERROR line, else its last line with
+    any letter in it (pip ends with colour resets and rules), colour codes removed."""
     try:
-        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+        text = _ANSI.sub("", log.read_text(errors="replace"))
     except OSError:
         return "no output"
+    lines = [ln.strip() for ln in text.splitlines() if any(c.isalnum() for c in ln)]
     errors = [ln for ln in lines if ln.startswith("ERROR")]
     return (errors or lines or ["no output"])[-1][:300]

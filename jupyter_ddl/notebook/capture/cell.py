@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jupyter_ddl.errors import CaptureError
+from jupyter_ddl.errors import CaptureError, ValidationError
 from jupyter_ddl.notebook.capture.bindings import (
     BUILTINS,
     bound_names,
@@ -378,4 +378,21 @@ def read_requirements(value: str) -> list[str]:
     if path.is_file():
         lines = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
         return [line for line in lines if line]
+    if _looks_like_a_file(value):  # pip would take a missing file's name for a package
+        raise ValidationError(
+            f"--requirements {value}: no such file (from {Path.cwd()}); "
+            "give an existing requirements file, or package names such as numpy,einops"
+        )
     return [p for p in value.replace(",", " ").split() if p]
+
+
+def _looks_like_a_file(value: str) -> bool:
+    """A path, not a package name: a separator, a leading dot or tilde, a file suffix."""
+    v = value.strip()
+    if "://" in v:  # a URL pip installs from
+        return False
+    return (
+        "/" in v.split("@", 1)[0]
+        or v.startswith((".", "~"))
+        or v.lower().endswith((".txt", ".in", ".cfg", ".toml"))
+    )
