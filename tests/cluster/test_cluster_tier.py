@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -119,7 +120,7 @@ spec:
           containers:
           - name: tensorflow
             image: python:3.11
-            command: [python, -c, "print('hi')"]
+            command: [python3, -c, "print('hello from {name}')"]
 """
 
 
@@ -179,6 +180,77 @@ def test_training_operator_webhook_validates(tier):
     )
     assert made.returncode != 0
     assert "validator.tfjob.training-operator.kubeflow.org" in made.stderr, made.stderr
+
+
+def wait_for(what: str, check, seconds: float = 120):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        got = check()
+        if got:
+            return got
+        time.sleep(1)
+    raise AssertionError(f"{what}: not within {seconds} s")
+
+
+POD = """
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: python:3.11
+    command: [python3, -c, "import os; print('line', os.environ['WHO'])"]
+    env: [{{name: WHO, value: notebook}}]
+"""
+
+
+def test_a_pod_is_scheduled_run_and_its_log_read_through_the_apiserver(tier):
+    name = f"p-{uuid.uuid4().hex[:8]}"
+    made = subprocess.run(
+        ["kubectl", "--kubeconfig", str(KUBECONFIG), "-n", NAMESPACE, "create", "-f", "-"],
+        input=POD.format(name=name),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert made.returncode == 0, made.stderr
+
+    def phase():  # type: ignore[no-untyped-def]
+        got = json.loads(kubectl("-n", NAMESPACE, "get", "pod", name, "-o", "json").stdout)
+        return got["status"].get("phase") in ("Succeeded", "Failed") and got
+
+    got = wait_for(f"pod {name} ends", phase)
+    assert got["spec"]["nodeName"] == "node-0", "the scheduler did not bind it"
+    assert got["status"]["phase"] == "Succeeded", got["status"]
+    assert kubectl("-n", NAMESPACE, "logs", name).stdout == "line notebook\n"
+    kubectl("-n", NAMESPACE, "delete", "pod", name, "--wait=true", "--timeout=60s")
+
+
+def test_a_tfjob_runs_to_succeeded_under_the_real_operator(tier):
+    if not (STATE / "bin" / "training-operator").exists():
+        pytest.skip("training-operator did not build here (cluster/README.md says why)")
+    name = f"tf-{uuid.uuid4().hex[:8]}"
+    made = subprocess.run(
+        ["kubectl", "--kubeconfig", str(KUBECONFIG), "-n", NAMESPACE, "create", "-f", "-"],
+        input=TFJOB.format(name=name),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert made.returncode == 0, made.stderr
+
+    def succeeded():  # type: ignore[no-untyped-def]
+        got = json.loads(kubectl("-n", NAMESPACE, "get", "tfjob", name, "-o", "json").stdout)
+        conds = {c["type"]: c["status"] for c in (got.get("status") or {}).get("conditions") or []}
+        return conds.get("Succeeded") == "True" or conds.get("Failed") == "True"
+
+    wait_for(f"TFJob {name} ends", succeeded, 180)
+    got = json.loads(kubectl("-n", NAMESPACE, "get", "tfjob", name, "-o", "json").stdout)
+    assert got["status"]["conditions"][-1]["type"] == "Succeeded", got["status"]
+    logs = kubectl("-n", NAMESPACE, "logs", f"{name}-worker-0", check=False)
+    assert f"hello from {name}" in logs.stdout, logs.stderr
 
 
 def test_down_leaves_nothing_behind(tier):
