@@ -14,8 +14,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "cluster"))
 
-from nodeagent import crilog, server  # noqa: E402
-from nodeagent.pods import PodRunner, pod_phase  # noqa: E402
+from nodeagent import crilog, server
+from nodeagent.pods import PodRunner, pod_phase
 
 
 def test_records_split_long_and_partial_lines():
