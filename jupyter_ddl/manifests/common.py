@@ -318,6 +318,21 @@ def replica_spec(replicas: int, restart_policy: str, template: dict[str, Any]) -
     return {"replicas": replicas, "restartPolicy": restart_policy, "template": template}
 
 
+def gang_members(spec: JobSpec) -> int:
+    """How many pods the gang waits for before it places any (PodGroup ``minMember``,
+    ``schedulingPolicy.minAvailable``). For an MPIJob only the workers: mpi-operator
+    creates the launcher once every worker is Ready (``WaitForWorkersReady``), so a
+    gang that counted the launcher would wait for a pod that waits for the gang
+    (operator-contract.md §3.5)."""
+    g = spec.gang
+    if g is not None and g.min_available:
+        return g.min_available
+    shape = spec.shape
+    if shape.job_kind.name == "MPIJob" and shape.count("Worker"):
+        return shape.count("Worker")
+    return shape.total
+
+
 def run_policy(spec: JobSpec) -> dict[str, Any]:
     """cleanPodPolicy defaults to Running, not the operators' None: PS pods never exit (§1.6)."""
     rp: dict[str, Any] = {
@@ -331,7 +346,7 @@ def run_policy(spec: JobSpec) -> dict[str, Any]:
     rp["backoffLimit"] = spec.effective_backoff_limit
     if spec.gang is not None:
         g = spec.gang
-        sp: dict[str, Any] = {"minAvailable": g.min_available or spec.shape.total}
+        sp: dict[str, Any] = {"minAvailable": gang_members(spec)}
         if g.queue:
             sp["queue"] = g.queue
         if g.priority_class:

@@ -406,6 +406,24 @@ def test_gang_podgroups():
     )
 
 
+@pytest.mark.parametrize("scheduler", ["volcano", "scheduler-plugins"])
+@pytest.mark.parametrize("owner", ["client", "operator"])
+def test_mpijob_gang_leaves_out_the_launcher_it_waits_for(scheduler, owner):
+    """mpi-operator creates the launcher only once every worker is Ready
+    (``WaitForWorkersReady``); Volcano and coscheduling place no member until
+    ``minMember`` pods exist; the operator's own PodGroup takes
+    ``schedulingPolicy.minAvailable`` when given (workers + 1 otherwise). A gang that
+    counted the launcher could never form: it must count the workers only."""
+    spec = JobSpec("hv", "horovod", {"Worker": 2}, gang=GangScheduling(scheduler=scheduler),
+                   backend_options={"gang_podgroup": owner})  # fmt: skip
+    objects = build(spec)
+    job = objects[0]["spec"]
+    assert job["launcherCreationPolicy"] == "WaitForWorkersReady"
+    assert job["runPolicy"]["schedulingPolicy"]["minAvailable"] == 2
+    groups = [o for o in objects if o["kind"] == "PodGroup"]
+    assert [g["spec"]["minMember"] for g in groups] == ([2] if owner == "client" else [])
+
+
 def test_quantities_sum_exactly():
     assert quantity("500m") * 3 == quantity("1500m") == quantity("1.5")
     assert quantity("2Gi") == 2 * 2**30 and quantity("1e3") == 1000

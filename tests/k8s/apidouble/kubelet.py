@@ -6,7 +6,9 @@ container as a LOCAL PROCESS (``container``), reporting status as the kubelet do
 Also what a cluster does before a container starts: ``Scenario`` knobs (Unschedulable,
 image pulls, OOM kills), Volcano gang scheduling (a pod naming ``schedulerName:
 volcano`` waits while its PodGroup is absent or Pending), the attach/detach controller's
-Multi-Attach refusal for a ReadWriteOnce PVC used from two nodes, and sidecars that a
+Multi-Attach refusal for a ReadWriteOnce PVC used from two nodes, scheduler-plugins'
+coscheduling (a pod labelled with its PodGroup waits until ``minMember`` pods of the
+group exist), and sidecars that a
 mutating webhook added (recorded in ``sidecar.istio.io/status``): those are simulated,
 running from the pod's start until its main container ends.
 """
@@ -36,6 +38,8 @@ from .store import Store, now_iso
 PODS = "core/v1/pods"
 VOLCANO_PODGROUPS = "scheduling.volcano.sh/v1beta1/podgroups"
 VOLCANO_GROUP = "scheduling.k8s.io/group-name"
+COSCHED_PODGROUPS = "scheduling.x-k8s.io/v1alpha1/podgroups"
+COSCHED_LABEL = "scheduling.x-k8s.io/pod-group"
 
 
 @dataclass
@@ -134,7 +138,12 @@ class Kubelet:
 
     # -- scheduling ------------------------------------------------------------------
     def _gang_ready(self, ns: str, pod: dict[str, Any]) -> bool:
-        """Volcano schedules a gang member only once its PodGroup left Pending."""
+        """Volcano schedules a gang member only once its PodGroup left Pending;
+        coscheduling's PreFilter refuses a member while fewer than ``minMember`` pods
+        of its group exist (scheduler-plugins ``pkg/coscheduling/core/core.go``)."""
+        labels = pod["metadata"].get("labels") or {}
+        if labels.get(COSCHED_LABEL):
+            return self._cosched_ready(ns, pod, labels[COSCHED_LABEL])
         if (pod.get("spec") or {}).get("schedulerName") != "volcano":
             return True
         group = ((pod["metadata"].get("annotations") or {}).get(VOLCANO_GROUP)) or ""
@@ -149,16 +158,50 @@ class Kubelet:
         self._event(ns, "Pod", name, "FailedScheduling", msg)
         return False
 
+    def _cosched_ready(self, ns: str, pod: dict[str, Any], group: str) -> bool:
+        name = pod["metadata"]["name"]
+        pg = self.store.get(COSCHED_PODGROUPS, ns, group)
+        if pg is None:
+            msg = f"podgroups.scheduling.x-k8s.io \"{group}\" not found"
+        else:
+            want = int((pg.get("spec") or {}).get("minMember") or 0)
+            have = len(self._members(ns, COSCHED_LABEL, group, labels=True))
+            if have >= want:
+                return True
+            msg = (f"pre-filter pod {name} cannot find enough sibling pods, current pods "
+                   f"number: {have}, minMember of group: {want}")  # fmt: skip
+        self._set_status(ns, name, P.unschedulable(msg))
+        self._event(ns, "Pod", name, "FailedScheduling", msg)
+        return False
+
+    def _members(self, ns: str, key: str, group: str, *, labels: bool) -> list[str]:
+        """Pods (not being deleted) that name ``group`` under ``key``."""
+        where = "labels" if labels else "annotations"
+        return [p["metadata"]["name"] for p in self.store.list(PODS, ns)[0]
+                if ((p["metadata"].get(where) or {}).get(key)) == group
+                and not p["metadata"].get("deletionTimestamp")]  # fmt: skip
+
     def _volcano(self) -> None:
-        """The Volcano scheduler's enqueue: PodGroups go Pending -> Running unless held."""
+        """The Volcano scheduler's enqueue and gang plugin: a PodGroup goes Pending ->
+        Running only once ``minMember`` of its pods exist (Volcano's job is valid when
+        ``ValidTaskNum() >= MinAvailable``), unless a scenario holds it."""
         groups, _ = self.store.list(VOLCANO_PODGROUPS, None)
         for pg in groups:
             md = pg["metadata"]
             phase = (pg.get("status") or {}).get("phase")
             if phase not in (None, "Pending"):
                 continue
+            members = int((pg.get("spec") or {}).get("minMember", 1))
+            have = len(self._members(md["namespace"], VOLCANO_GROUP, md["name"], labels=False))
+            if have < members:
+                if phase is None:
+                    self.store.mutate(VOLCANO_PODGROUPS, md["namespace"], md["name"],
+                                      lambda o: o.setdefault("status", {}).update(phase="Pending"))  # fmt: skip
+                self._event(md["namespace"], "PodGroup", md["name"], "Unschedulable",
+                            f"{have}/{members} tasks in gang unschedulable: pod group is not ready, "
+                            f"{have} Pending, {members} minAvailable")  # fmt: skip
+                continue
             if md["name"] in self.scenario.gang_pending:
-                members = (pg.get("spec") or {}).get("minMember", 1)
                 if phase is None:
                     self.store.mutate(VOLCANO_PODGROUPS, md["namespace"], md["name"],
                                       lambda o: o.setdefault("status", {}).update(phase="Pending"))  # fmt: skip
