@@ -142,12 +142,26 @@ def torchrun(command: Sequence[str]) -> list[str]:
     return ["torchrun", *_script_args(command)] if is_python(command) else list(command)
 
 
-def mpirun(command: Sequence[str], ranks: int, *, hostfile: str | None = None) -> list[str]:
-    """mpirun over every slot; root is allowed because framework images run as root."""
+def mpirun(
+    command: Sequence[str],
+    ranks: int,
+    *,
+    hostfile: str | None = None,
+    forward: Sequence[str] = (),
+) -> list[str]:
+    """mpirun over every slot; root is allowed because framework images run as root.
+
+    Remote ranks start through ssh in a fresh login environment, and Open MPI hands
+    them only ``OMPI_*`` and what ``-x`` names (operator-contract.md §3.6): every
+    variable of ``forward`` is named, by name only, so its value (a secret's too)
+    goes from the launcher's environment and never into argv."""
     head = ["mpirun", "--allow-run-as-root", "-np", str(ranks)]
     if hostfile:
         head += ["--hostfile", hostfile]
-    return head + ["-bind-to", "none", "-map-by", "slot", "-x", "PYTHONUNBUFFERED=1", *command]
+    head += ["-bind-to", "none", "-map-by", "slot", "-x", "PYTHONUNBUFFERED=1"]
+    for n in dict.fromkeys(forward):
+        head += ["-x", n]
+    return head + list(command)
 
 
 def launch_command(spec: JobSpec, command: Sequence[str]) -> list[str]:
@@ -204,6 +218,11 @@ def env_list(spec: JobSpec) -> list[dict[str, Any]]:
         for k in spec.secret_env
     ]
     return env
+
+
+def env_names(spec: JobSpec) -> list[str]:
+    """The names ``env_list`` puts in every container, in its order."""
+    return [e["name"] for e in env_list(spec)]
 
 
 def volume_mounts(spec: JobSpec, code_configmap: str | None) -> list[dict[str, Any]]:

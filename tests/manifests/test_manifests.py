@@ -433,3 +433,21 @@ def test_quantities_sum_exactly():
     assert min_resources(spec) == {"cpu": "1"}
     with pytest.raises(ValueError):
         quantity("lots")
+
+
+@pytest.mark.parametrize("target", [None, "TrainJob"])
+def test_mpirun_forwards_every_variable_by_name(target):
+    """Open MPI hands ranks started over ssh only ``OMPI_*`` and what ``-x`` names: an
+    MPIJob launcher and a TrainJob on an MPI runtime name each variable, never its value."""
+    strategy = "deepspeed" if target else "horovod"
+    spec = JobSpec("fw", strategy, {"Node": 2} if target else {"Worker": 2}, target=target,
+                   env={"WANDB_PROJECT": "x"}, secret_env=["WANDB_API_KEY"])  # fmt: skip
+    obj = build(spec)[0]
+    if target:
+        argv = obj["spec"]["trainer"]["command"]
+    else:
+        pod = obj["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
+        argv = pod["containers"][0]["command"]
+    pairs = {argv[i + 1] for i, a in enumerate(argv) if a == "-x"}
+    names = {"WANDB_PROJECT", "WANDB_API_KEY", "JUPYTER_DDL_STRATEGY", "JUPYTER_DDL_JOB"}
+    assert names <= pairs and "x" not in argv and not any("=x" in a for a in argv)

@@ -162,7 +162,7 @@ class Kubelet:
         name = pod["metadata"]["name"]
         pg = self.store.get(COSCHED_PODGROUPS, ns, group)
         if pg is None:
-            msg = f"podgroups.scheduling.x-k8s.io \"{group}\" not found"
+            msg = f'podgroups.scheduling.x-k8s.io "{group}" not found'
         else:
             want = int((pg.get("spec") or {}).get("minMember") or 0)
             have = len(self._members(ns, COSCHED_LABEL, group, labels=True))
@@ -300,6 +300,8 @@ class Kubelet:
         env.update(
             {k: C.rewrite(v, mounts) for k, v in C.environment(self.store, ns, pod, c).items()}
         )
+        argv = over_ssh(argv, [k for k in env if k not in ("PATH", "HOME", "PYENV_ROOT", "LANG",
+                                                            "HOSTNAME")])  # fmt: skip
         cwd = C.rewrite(c.get("workingDir") or str(root), mounts)
         try:
             return C.spawn(argv, env, cwd, read_only)
@@ -356,6 +358,35 @@ def record_event(store: Store, ns: str, kind: str, name: str, reason: str, messa
         "reason": reason, "message": message, "type": etype,
         "firstTimestamp": now_iso(), "lastTimestamp": now_iso(), "count": 1,
     })  # fmt: skip
+
+
+#: mpirun options that take a value (``-x`` included), and those that take two
+_MPIRUN_VALUE = {"-np", "-n", "-c", "--np", "--hostfile", "-hostfile", "--machinefile",
+                 "-machinefile", "-bind-to", "--bind-to", "-map-by", "--map-by", "-x",
+                 "-H", "--host", "-host", "-wdir", "--wdir", "--prefix"}  # fmt: skip
+_MPIRUN_TWO = {"-mca", "--mca", "-gmca", "--gmca"}
+
+
+def over_ssh(argv: list[str], container_env: list[str]) -> list[str]:
+    """The launcher's ``mpirun`` as the double runs it: every rank starts here, a child
+    of mpirun, so it would inherit the container's environment. On a cluster a rank
+    starts on a worker through ssh, in a fresh login environment, and Open MPI
+    forwards only ``OMPI_*`` and the variables ``-x`` names (Open MPI ``mpirun(1)``).
+    So the program is started under ``env -u`` for every container variable that
+    ``-x`` does not name."""
+    at = next((i for i, a in enumerate(argv) if os.path.basename(a) == "mpirun"), None)
+    if at is None:
+        return argv
+    named: set[str] = set()
+    i = at + 1
+    while i < len(argv) and argv[i].startswith("-"):
+        opt = argv[i]
+        if opt == "-x" and i + 1 < len(argv):
+            named.add(argv[i + 1].split("=", 1)[0])
+        i += 3 if opt in _MPIRUN_TWO else 2 if opt in _MPIRUN_VALUE else 1
+    drop = [k for k in container_env if k not in named and not k.startswith("OMPI_")]
+    unset = [a for k in drop for a in ("-u", k)]
+    return argv[:i] + (["env", *unset] if unset else []) + argv[i:]
 
 
 def sidecar_names(pod: dict[str, Any]) -> list[str]:
