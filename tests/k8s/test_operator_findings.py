@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from jupyter_ddl.core.bundle import build_bundle
+from jupyter_ddl.errors import ValidationError
 from jupyter_ddl.models import GangScheduling, JobSpec, JobState
 
 from .apidouble import NAMESPACE
@@ -57,3 +58,48 @@ def test_mpi_ranks_get_env_secret_env_and_the_runtime_variables(make_backend, do
     ranks = sorted(t for t in logs(events) if t.startswith("rank"))
     assert ranks == [f"rank {i} x horovod {key}" for i in range(2)], ranks
     assert final_state(events) == JobState.SUCCEEDED
+
+
+def _notebook_pod(double, monkeypatch, image: str) -> None:
+    monkeypatch.setenv("NB_PREFIX", "/notebook/team-a/nb")
+    monkeypatch.setenv("HOSTNAME", "nb-0")
+    double.store.create("core/v1/pods", {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "nb-0", "namespace": NAMESPACE, "labels": {"notebook-name": "nb"}},
+        "spec": {"containers": [{"name": "nb", "image": image}]},
+        "status": {"phase": "Running"}})  # fmt: skip
+
+
+def _written(double) -> list[str]:
+    with double.store.cond:
+        return [f"{rid} {o['metadata']['name']}" for _, kind, rid, o in double.store.history
+                if kind == "ADDED" and rid != "core/v1/pods" and "events" not in rid
+                and "namespaces" not in rid]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("strategy", "extra", "missing"),
+    [("horovod", {"replicas": {"Worker": 2}, "gang": GangScheduling()}, "no sshd or mpirun"),
+     ("deepspeed", {"target": "TrainJob", "replicas": {"Node": 2}}, "runs mpirun over ssh as uid 1000")],
+)  # fmt: skip
+def test_mpi_over_ssh_on_an_image_that_cannot_is_refused_before_any_write(
+    make_backend, double, monkeypatch, strategy, extra, missing
+):
+    """Kubeflow's notebook images have no sshd, ssh client or MPI and run as uid 1000
+    (kubeflow/kubeflow ``components/example-notebook-servers/base/Dockerfile``); an
+    MPIJob worker on one fails at start and the launcher never comes. Trainer's
+    deepspeed runtime needs its own image's ssh setup on the launcher, which
+    ``trainer.image`` replaces. Without ``--image`` both are refused, in one line,
+    before anything is written; with it, the user's claim is taken."""
+    double.catalog.crds.append("PodGroup/v1beta1")
+    _notebook_pod(double, monkeypatch, "kubeflownotebookswg/jupyter-pytorch:v1.10.0")
+    b = make_backend()
+    before = _written(double)
+    spec = JobSpec(name=name("ssh"), strategy=strategy, command=RUN_CELL, **extra)
+    with pytest.raises(ValidationError) as e:
+        b.submit(spec, build_bundle("print('x')\n"))
+    line = str(e.value)
+    assert missing in line and "--image" in line and "\n" not in line
+    assert _written(double) == before
+    ok = JobSpec(name=name("ssh"), strategy=strategy, command=RUN_CELL, image="team/mpi:1", **extra)
+    b.submit(ok, build_bundle("print('x')\n"))
+    b.cancel(ok.name)
