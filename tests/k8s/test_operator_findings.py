@@ -8,7 +8,7 @@ import pytest
 
 from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.errors import ValidationError
-from jupyter_ddl.models import GangScheduling, JobSpec, JobState
+from jupyter_ddl.models import EventKind, GangScheduling, JobSpec, JobState
 
 from .apidouble import NAMESPACE
 from .test_findings import RUN_CELL, final_state, logs, name, watch
@@ -103,3 +103,27 @@ def test_mpi_over_ssh_on_an_image_that_cannot_is_refused_before_any_write(
     ok = JobSpec(name=name("ssh"), strategy=strategy, command=RUN_CELL, image="team/mpi:1", **extra)
     b.submit(ok, build_bundle("print('x')\n"))
     b.cancel(ok.name)
+
+
+def test_a_crashing_trainjob_fails_and_never_goes_back_to_pending(backend, double):
+    """JobSet defaults its pods to ``OnFailure`` and the Job controller counts their
+    in-place restarts against ``backoffLimit`` (6 by default; Trainer's runtimes set
+    none): a crashing cell fails the TrainJob after 7 starts. Meanwhile the TrainJob
+    has no Running condition, and a replica restarting in place must not make the
+    job Pending again."""
+    # a shell, not torchrun: seven starts of a Python stack would take most of a minute
+    spec = JobSpec(name=name("crash"), strategy="torch-ddp", target="TrainJob", replicas={"Node": 1},
+                   command=["sh", "-c", "echo about to fail; exit 3"])  # fmt: skip
+    backend.submit(spec, build_bundle("pass\n"))
+    events = watch(backend, spec.name, timeout=60)
+    states = [e.status.state for e in events if e.kind == EventKind.STATUS]
+    last = [e.status for e in events if e.kind == EventKind.STATUS][-1]
+    assert final_state(events) == JobState.FAILED, (logs(events)[-8:], last.replicas[0].restarts)
+    seen: list[JobState] = []
+    for s in states:
+        if not seen or seen[-1] != s:
+            seen.append(s)
+    assert JobState.RUNNING in seen
+    assert JobState.PENDING not in seen[seen.index(JobState.RUNNING):], seen
+    final = [e.status for e in events if e.kind == EventKind.STATUS][-1]
+    assert final.backoff_limit == 6 and final.replicas[0].restarts >= 6, final.replicas
