@@ -124,6 +124,47 @@ def test_a_crashing_trainjob_fails_and_never_goes_back_to_pending(backend, doubl
         if not seen or seen[-1] != s:
             seen.append(s)
     assert JobState.RUNNING in seen
-    assert JobState.PENDING not in seen[seen.index(JobState.RUNNING):], seen
+    assert JobState.PENDING not in seen[seen.index(JobState.RUNNING) :], seen
     final = [e.status for e in events if e.kind == EventKind.STATUS][-1]
     assert final.backoff_limit == 6 and final.replicas[0].restarts >= 6, final.replicas
+
+
+def test_a_worker_held_by_its_init_container_says_why(make_backend, double):
+    """training-operator gives every PyTorchJob worker an ``init-pytorch`` init
+    container (``alpine:3.10`` from Docker Hub); on a cluster that cannot pull it the
+    worker sits in ``Init:ImagePullBackOff`` while our container says only
+    ``PodInitializing``. The replica must say which init container and why."""
+    double.scenario.unpullable_images.add("alpine:3.10")
+    b = make_backend()
+    spec = JobSpec(name=name("init"), strategy="torch-ddp", replicas={"Master": 1, "Worker": 1},
+                   command=RUN_CELL)  # fmt: skip
+    b.submit(spec, build_bundle("import time\ntime.sleep(30)\n"))  # the master waits
+
+    def told(evs) -> bool:
+        return any("Init:ImagePullBackOff" in (e.message or "") for e in evs
+                   if e.kind == EventKind.WAITING and e.replica == "worker-0")  # fmt: skip
+
+    events = watch(b, spec.name, timeout=30, until=told)
+    assert told(events), [e.message for e in events if e.kind == EventKind.WAITING]
+    line = next(
+        e.message for e in events if e.kind == EventKind.WAITING and "Init:" in (e.message or "")
+    )
+    assert "init-pytorch" in line and "alpine:3.10" in line
+    b.cancel(spec.name)
+
+
+@pytest.mark.parametrize(
+    ("init", "expect"),
+    [({"name": "init-pytorch", "state": {"waiting": {"reason": "CrashLoopBackOff"}}, "restartCount": 3,
+       "lastState": {"terminated": {"exitCode": 1}}}, "Init:CrashLoopBackOff: init container init-pytorch failed (exit code 1"),
+     ({"name": "init-pytorch", "state": {"terminated": {"exitCode": 1, "reason": "Error"}}, "restartCount": 0},
+      "Init:Error: init container init-pytorch failed (exit code 1"),
+     ({"name": "init-pytorch", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}, None)],
+)  # fmt: skip
+def test_init_container_reasons(init, expect):
+    from jupyter_ddl.backends.kubernetes import reasons
+
+    status = {"phase": "Pending", "initContainerStatuses": [init],
+              "containerStatuses": [{"name": "pytorch", "state": {"waiting": {"reason": "PodInitializing"}}}]}  # fmt: skip
+    got = reasons.pod_waiting({"status": status})
+    assert (got is None) if expect is None else (got or "").startswith(expect), got

@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -52,6 +53,9 @@ class Scenario:
     restart_backoff: float = 0.3
     #: nodes pods are spread over, round robin (one node: nothing is ever multi-attached)
     nodes: list[str] = field(default_factory=lambda: ["node-0"])
+    #: images (by reference part) no node can pull: an init container on one holds its
+    #: pod in Init:ImagePullBackOff (e.g. training-operator's ``alpine:3.10``)
+    unpullable_images: set[str] = field(default_factory=set)
     #: Volcano PodGroups (by name) the scheduler cannot admit: they stay Pending
     gang_pending: set[str] = field(default_factory=set)
 
@@ -132,9 +136,41 @@ class Kubelet:
             self._event(ns, "Pod", name, "Failed", f'Failed to pull image "{image}": not found')
             self.started.add(pod["metadata"]["uid"])
             return
+        if not self._init_done(ns, pod):
+            return  # tried again next round
         self.started.add(pod["metadata"]["uid"])
         threading.Thread(target=self._run_pod, args=(self.store.get(PODS, ns, name) or pod,),
                          daemon=True).start()  # fmt: skip
+
+    def _init_done(self, ns: str, pod: dict[str, Any]) -> bool:
+        """Run the init containers, in order, before the main one (the kubelet does).
+        One whose image cannot be pulled holds the pod in ``Init:ImagePullBackOff``,
+        phase Pending, the main container ``PodInitializing``. training-operator's
+        ``init-pytorch`` polls DNS for the master's Service: here it succeeds once the
+        master's pod exists (the double has no DNS)."""
+        inits = (pod.get("spec") or {}).get("initContainers") or []
+        if not inits:
+            return True
+        name, main = pod["metadata"]["name"], main_container(pod)
+        done: list[dict[str, Any]] = []
+        for c in inits:
+            image = c.get("image") or ""
+            if self.scenario.match(image, self.scenario.unpullable_images):
+                msg = f'Back-off pulling image "{image}"'
+                statuses = [*done, P.waiting(c["name"], "ImagePullBackOff", msg)]
+                statuses += [P.waiting(x["name"], "PodInitializing") for x in inits[len(statuses):]]
+                self._set_status(ns, name, {**P.pod("Pending", [P.waiting(main["name"], "PodInitializing")]),
+                                            "initContainerStatuses": statuses})  # fmt: skip
+                self._event(ns, "Pod", name, "Failed", f'Failed to pull image "{image}": not found')
+                return False
+            if c["name"] == "init-pytorch":
+                found = re.search(r"nslookup (\S+);", " ".join(c.get("command") or []))
+                if found is None or self.store.get(PODS, ns, found.group(1)) is None:
+                    return False
+            term = P.termination(0, f"containerd://{uuid.uuid4().hex}")
+            done.append(P.terminated(c["name"], 0, term, None))
+        self._set_status(ns, name, {"initContainerStatuses": done})
+        return True
 
     # -- scheduling ------------------------------------------------------------------
     def _gang_ready(self, ns: str, pod: dict[str, Any]) -> bool:
@@ -332,8 +368,11 @@ class Kubelet:
         def apply(obj: dict[str, Any]) -> None:
             obj["status"] = {**(obj.get("status") or {}), **status,
                              "podIP": "127.0.0.1", "hostIP": "127.0.0.1"}  # fmt: skip
-            images = {c["name"]: c.get("image", "") for c in obj["spec"]["containers"]}
-            for cs in obj["status"].get("containerStatuses") or []:  # required fields
+            images = {c["name"]: c.get("image", "") for c in obj["spec"]["containers"]
+                      + (obj["spec"].get("initContainers") or [])}  # fmt: skip
+            for cs in (obj["status"].get("containerStatuses") or []) + (
+                obj["status"].get("initContainerStatuses") or []
+            ):  # required fields
                 image = images.get(cs["name"], "")
                 cs.setdefault("image", image)
                 cs.setdefault(
