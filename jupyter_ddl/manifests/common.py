@@ -152,7 +152,7 @@ def mpirun(
     """mpirun over every slot; root is allowed because framework images run as root.
 
     Remote ranks start through ssh in a fresh login environment, and Open MPI hands
-    them only ``OMPI_*`` and what ``-x`` names (operator-contract.md §3.6): every
+    them only ``OMPI_*`` and what ``-x`` names (operator-contract.md §11.3): every
     variable of ``forward`` is named, by name only, so its value (a secret's too)
     goes from the launcher's environment and never into argv."""
     head = ["mpirun", "--allow-run-as-root", "-np", str(ranks)]
@@ -342,7 +342,7 @@ def gang_members(spec: JobSpec) -> int:
     ``schedulingPolicy.minAvailable``). For an MPIJob only the workers: mpi-operator
     creates the launcher once every worker is Ready (``WaitForWorkersReady``), so a
     gang that counted the launcher would wait for a pod that waits for the gang
-    (operator-contract.md §3.5)."""
+    (operator-contract.md §3.5, §11.1)."""
     g = spec.gang
     if g is not None and g.min_available:
         return g.min_available

@@ -3,7 +3,7 @@ anything is created, from what the product knows without pulling the image.
 
 An MPIJob's workers run mpi-operator's default ``sshd`` and its launcher ``mpirun``
 over ssh (operator-contract.md §3.2). Kubeflow's notebook images are Ubuntu with s6,
-run as uid 1000 and ship neither sshd, an ssh client nor MPI (§3.7): a worker on one
+run as uid 1000 and ship neither sshd, an ssh client nor MPI (§11.2): a worker on one
 fails at container start and, with the launcher waiting for Ready workers, the job
 would never end. So the notebook's own image is refused for MPI; an image named
 with ``--image`` is the user's claim that it has what MPI needs, and the configured

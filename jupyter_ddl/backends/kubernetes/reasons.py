@@ -79,7 +79,7 @@ def init_waiting(status: dict[str, Any]) -> str | None:
     training-operator gives every PyTorchJob worker an ``init-pytorch`` container
     (``alpine``, polling DNS for the master) that runs before ours; while it cannot
     pull or keeps failing, our container only says ``PodInitializing``, and the
-    operator never counts the worker against the backoff (operator-contract.md §2.6)."""
+    operator never counts the worker against the backoff (operator-contract.md §11.5)."""
     for cs in status.get("initContainerStatuses") or []:
         name = cs.get("name") or "?"
         state = cs.get("state") or {}

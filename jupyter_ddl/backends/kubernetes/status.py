@@ -265,7 +265,7 @@ def _ranks(obj: Mapping[str, Any]) -> dict[Key, int]:
 
 
 #: the Job controller's default backoffLimit: what a TrainJob's Jobs get, since no
-#: Trainer runtime sets one and no TrainJob field reaches it (operator-contract.md §4.8)
+#: Trainer runtime sets one and no TrainJob field reaches it (operator-contract.md §11.4)
 JOB_DEFAULT_BACKOFF_LIMIT = 6
 
 

@@ -269,9 +269,8 @@ class Operator:
         if kind == "MPIJob" and rtype == "Launcher":
             self._mpi_config(job, pspec)
         pspec["restartPolicy"] = "Never" if policy == "ExitCode" else policy
-        if kind == "PyTorchJob" and rtype == "Worker" and "Master" in (
-            (job.get("spec") or {}).get("pytorchReplicaSpecs") or {}
-        ):
+        replica_specs = (job.get("spec") or {}).get("pytorchReplicaSpecs") or {}
+        if kind == "PyTorchJob" and rtype == "Worker" and "Master" in replica_specs:
             pspec["initContainers"] = [init_pytorch(f"{md['name']}-master-0")] + list(
                 pspec.get("initContainers") or []
             )
