@@ -168,3 +168,18 @@ def test_init_container_reasons(init, expect):
               "containerStatuses": [{"name": "pytorch", "state": {"waiting": {"reason": "PodInitializing"}}}]}  # fmt: skip
     got = reasons.pod_waiting({"status": status})
     assert (got is None) if expect is None else (got or "").startswith(expect), got
+
+
+def test_an_ongoing_event_series_is_fresh():
+    """kube-scheduler writes FailedScheduling through events.k8s.io: ``eventTime`` stays
+    at the first occurrence, ``series.lastObservedTime`` moves, ``lastTimestamp`` is
+    unset. A watcher attached after the series began must still see it as current."""
+    from jupyter_ddl.backends.kubernetes.watch import last_seen
+
+    ev = {"reason": "FailedScheduling", "eventTime": "2026-01-01T00:00:00.000000Z",
+          "series": {"count": 40, "lastObservedTime": "2026-01-01T00:20:00.000000Z"}}  # fmt: skip
+    assert last_seen(ev) == last_seen({"lastTimestamp": "2026-01-01T00:20:00Z"})
+    assert last_seen({"eventTime": "2026-01-01T00:00:00.000000Z"}) == last_seen(
+        {"lastTimestamp": "2026-01-01T00:00:00Z"}
+    )
+    assert last_seen({}) is None

@@ -345,8 +345,8 @@ class JobWatcher:
     def _fresh(self, ev: dict[str, Any]) -> bool:
         if self.start_time is None:
             return True
-        ts = ev.get("lastTimestamp") or ev.get("eventTime") or ""
-        return S.epoch(ts) is None or (S.epoch(ts) or 0) >= int(self.start_time)
+        seen = last_seen(ev)
+        return seen is None or seen >= int(self.start_time)
 
     def _warnings(self, obj: dict[str, Any]) -> Iterator[JobEvent]:
         raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(S.ANNOTATION_WARNINGS)
@@ -367,6 +367,19 @@ class JobWatcher:
 
     def _log_event(self, line: LogLine) -> JobEvent:
         return JobEvent(EventKind.LOG, self.name, replica=line.replica, log=line)
+
+
+def last_seen(ev: dict[str, Any]) -> float | None:
+    """When an event last happened. An event written through events.k8s.io (the
+    scheduler's FailedScheduling) keeps ``eventTime`` at its first occurrence and moves
+    ``series.lastObservedTime`` (kubernetes ``staging/src/k8s.io/client-go/tools/events``),
+    so a series still going on is judged by that, not by its start."""
+    series = (ev.get("series") or {}).get("lastObservedTime")
+    for ts in (series, ev.get("lastTimestamp"), ev.get("eventTime")):
+        t = S.epoch(ts) if ts else None
+        if t is not None:
+            return t
+    return None
 
 
 def _changed(r: ReplicaStatus) -> Hashable:
