@@ -27,7 +27,7 @@ def test_an_mpijob_gang_starts(backend, double, scheduler):
     backend.submit(spec, build_bundle("print('gang ran', flush=True)\n"))
     events = watch(backend, spec.name, timeout=45)
     assert final_state(events) == JobState.SUCCEEDED, [str(e) for e in events][-5:]
-    assert "gang ran" in logs(events)
+    assert any("gang ran" in line for line in logs(events))  # two ranks may share a line
 
 
 def test_mpi_ranks_get_env_secret_env_and_the_runtime_variables(make_backend, double):

@@ -267,9 +267,22 @@ class JobWatcher:
                 self._waiting[r.id] = r.message
                 if r.message and (not r.state.finished or r.message.startswith("OOMKilled")):
                     yield JobEvent(EventKind.WAITING, self.name, replica=r.id, message=r.message)
+        if self._back_to_pending(st.state):
+            return
         if st.state != self._last_state and not st.state.finished:
             self._last_state = st.state
             yield JobEvent(EventKind.STATUS, self.name, status=st)
+
+    def _back_to_pending(self, state: JobState) -> bool:
+        """A TrainJob is Running only by its pods (it has no Running condition, §4.4):
+        a pod between two starts, or deleted as its Job fails just before the TrainJob
+        says so, would flip it back to Pending. Once running it stays running until
+        it ends (a suspended TrainJob is reported cancelled, not pending)."""
+        return (
+            self.kind.name == "TrainJob"
+            and self._last_state in (JobState.RUNNING, JobState.RESTARTING)
+            and state in (JobState.PENDING, JobState.CREATED)
+        )
 
     def _with_last_lines(self, r: ReplicaStatus) -> None:
         if r.state.finished or r.restarts:

@@ -127,6 +127,10 @@ def pod_log(h: Handler, ns: str, name: str, q: dict[str, str]) -> None:
         raise E.bad_request(
             f"a container name must be specified for pod {name}, choose one of: {names}"
         )
+    if not (pod.get("spec") or {}).get("nodeName"):
+        # the API server has no kubelet to ask for a pod not yet on a node: an empty
+        # location, answered 200 with no body (kubernetes pkg/registry/core/pod/strategy.go)
+        return h._send(200, "")
     cs: dict[str, Any] = next(
         (c for c in (pod.get("status") or {}).get("containerStatuses") or [] if c["name"] == cname),
         {},
