@@ -183,3 +183,23 @@ def test_an_ongoing_event_series_is_fresh():
         {"lastTimestamp": "2026-01-01T00:00:00Z"}
     )
     assert last_seen({}) is None
+
+
+@pytest.mark.parametrize(
+    ("release", "reaches"), [("v2.3.0", True), ("v2.1.0", True), ("v2.0.0", False)]
+)
+def test_poddefault_labels_reach_trainjob_pods(release, reaches):
+    """A PodDefault selects pods by label; the notebook's PodDefault labels are copied
+    onto our pod templates so its credentials reach the replicas. A TrainJob's pods
+    get them through the release's override field that carries pod metadata
+    (``podTemplateOverrides`` v2.1, ``runtimePatches`` v2.2 on); v2.0 has none."""
+    from jupyter_ddl.backends.kubernetes import notebook
+    from jupyter_ddl.core.shape import TRAINER_RELEASE_OPTION
+    from jupyter_ddl.manifests import build_manifests
+
+    spec = JobSpec(name="tj", strategy="torch-ddp", target="TrainJob", replicas={"Node": 2},
+                   backend_options={TRAINER_RELEASE_OPTION: release})  # fmt: skip
+    job = build_manifests(spec, image="img", command=["python", "x.py"])[0]
+    notebook.add_template_labels(job, {"access-ml-pipeline": "true"})
+    found = [t["metadata"]["labels"].get("access-ml-pipeline") for t in notebook.pod_templates(job)]
+    assert (found and all(v == "true" for v in found)) if reaches else found == []
