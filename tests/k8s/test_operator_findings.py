@@ -203,3 +203,36 @@ def test_poddefault_labels_reach_trainjob_pods(release, reaches):
     notebook.add_template_labels(job, {"access-ml-pipeline": "true"})
     found = [t["metadata"]["labels"].get("access-ml-pipeline") for t in notebook.pod_templates(job)]
     assert (found and all(v == "true" for v in found)) if reaches else found == []
+
+
+def test_a_reconnect_after_log_rotation_loses_no_line_it_could_read(backend, double):
+    """The kubelet serves a new log request from the current file only and rotates it
+    at containerLogMaxSize (kubernetes ``pkg/kubelet/kuberuntime/logs/logs.go``): after
+    a cut and a rotation, skipping as many lines as were delivered drops lines of the
+    new file. Resumed from the last timestamp, every line the new file holds arrives,
+    none twice."""
+    cell = (
+        "import time\nfor i in range(16):\n    print('tick', i, flush=True)\n    time.sleep(0.25)\n"
+    )
+    spec = JobSpec(
+        name=name("rot"), strategy="tf-mirrored", replicas={"Worker": 1}, command=RUN_CELL
+    )
+    backend.submit(spec, build_bundle(cell))
+    events: list = []
+    served: list[str] = []
+    for ev in backend.watch(spec.name):
+        events.append(ev)
+        if ev.kind == EventKind.LOG and ev.log.text == "tick 5" and not served:
+            pod = next(p for p in double.store.list("core/v1/pods", NAMESPACE)[0]
+                       if p["metadata"]["name"].startswith(spec.name))  # fmt: skip
+            cid = pod["status"]["containerStatuses"][0]["containerID"]
+            at = double.store.log_rotate(cid)
+            double.state.drop_streams()
+            served = [cid, str(at)]
+    assert served, "the log was never rotated"
+    texts = [e.log.text for e in events if e.kind == EventKind.LOG]
+    buf = double.store.log_buffer(served[0])
+    after = [t for _, t in buf.lines[int(served[1]) :]]
+    assert len(texts) == len(set(texts)), texts  # nothing twice
+    assert set(after) <= set(texts), (after, texts)  # every line of the new file
+    assert texts[-1] == "tick 15"

@@ -159,9 +159,17 @@ def stream_log(h: Handler, cid: str, follow: bool, q: dict[str, str]) -> None:
     buf = store.log_buffer(cid)
     with buf.cond:
         lines = list(buf.lines)
+        rotated = buf.rotated
     sent = len(lines)
+    lines = lines[rotated:]  # a new request reads the current file only
     if q.get("sinceSeconds"):
         cutoff = time.time() - float(q["sinceSeconds"])
+        lines = [ln for ln in lines if ln[0] >= cutoff]
+    if q.get("sinceTime"):
+        # the API server passes sinceTime on in whole seconds (kubernetes
+        # pkg/registry/core/pod/strategy.go LogLocation): the second's earlier lines come too
+        since = datetime.datetime.strptime(q["sinceTime"][:19], "%Y-%m-%dT%H:%M:%S")
+        cutoff = since.replace(tzinfo=datetime.timezone.utc).timestamp()
         lines = [ln for ln in lines if ln[0] >= cutoff]
     if q.get("tailLines"):
         n = int(q["tailLines"])
