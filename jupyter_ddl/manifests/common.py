@@ -141,12 +141,26 @@ def torchrun(command: Sequence[str]) -> list[str]:
     return ["torchrun", *_script_args(command)] if is_python(command) else list(command)
 
 
-def mpirun(command: Sequence[str], ranks: int, *, hostfile: str | None = None) -> list[str]:
-    """mpirun over every slot; root is allowed because framework images run as root."""
+def mpirun(
+    command: Sequence[str],
+    ranks: int,
+    *,
+    hostfile: str | None = None,
+    forward: Sequence[str] = (),
+) -> list[str]:
+    """mpirun over every slot; root is allowed because framework images run as root.
+
+    Remote ranks start through ssh in a fresh login environment, and Open MPI hands
+    them only ``OMPI_*`` and what ``-x`` names (operator-contract.md §11.3): every
+    variable of ``forward`` is named, by name only, so its value (a secret's too)
+    goes from the launcher's environment and never into argv."""
     head = ["mpirun", "--allow-run-as-root", "-np", str(ranks)]
     if hostfile:
         head += ["--hostfile", hostfile]
-    return head + ["-bind-to", "none", "-map-by", "slot", "-x", "PYTHONUNBUFFERED=1", *command]
+    head += ["-bind-to", "none", "-map-by", "slot", "-x", "PYTHONUNBUFFERED=1"]
+    for n in dict.fromkeys(forward):
+        head += ["-x", n]
+    return head + list(command)
 
 
 def launch_command(spec: JobSpec, command: Sequence[str]) -> list[str]:
@@ -203,6 +217,11 @@ def env_list(spec: JobSpec) -> list[dict[str, Any]]:
         for k in spec.secret_env
     ]
     return env
+
+
+def env_names(spec: JobSpec) -> list[str]:
+    """The names ``env_list`` puts in every container, in its order."""
+    return [e["name"] for e in env_list(spec)]
 
 
 def volume_mounts(spec: JobSpec, code_configmap: str | None) -> list[dict[str, Any]]:
@@ -317,6 +336,21 @@ def replica_spec(replicas: int, restart_policy: str, template: dict[str, Any]) -
     return {"replicas": replicas, "restartPolicy": restart_policy, "template": template}
 
 
+def gang_members(spec: JobSpec) -> int:
+    """How many pods the gang waits for before it places any (PodGroup ``minMember``,
+    ``schedulingPolicy.minAvailable``). For an MPIJob only the workers: mpi-operator
+    creates the launcher once every worker is Ready (``WaitForWorkersReady``), so a
+    gang that counted the launcher would wait for a pod that waits for the gang
+    (operator-contract.md §3.5, §11.1)."""
+    g = spec.gang
+    if g is not None and g.min_available:
+        return g.min_available
+    shape = spec.shape
+    if shape.job_kind.name == "MPIJob" and shape.count("Worker"):
+        return shape.count("Worker")
+    return shape.total
+
+
 def run_policy(spec: JobSpec) -> dict[str, Any]:
     """cleanPodPolicy defaults to Running, not the operators' None: PS pods never exit (§1.6)."""
     rp: dict[str, Any] = {
@@ -330,7 +364,7 @@ def run_policy(spec: JobSpec) -> dict[str, Any]:
     rp["backoffLimit"] = spec.effective_backoff_limit
     if spec.gang is not None:
         g = spec.gang
-        sp: dict[str, Any] = {"minAvailable": g.min_available or spec.shape.total}
+        sp: dict[str, Any] = {"minAvailable": gang_members(spec)}
         if g.queue:
             sp["queue"] = g.queue
         if g.priority_class:

@@ -16,7 +16,9 @@ DEFAULT_SSH_PATH = "/root/.ssh"  # framework images (horovod/horovod) run as roo
 
 def build(spec: JobSpec, code: common.Code) -> dict[str, Any]:
     shape = spec.shape
-    launcher = common.mpirun(list(spec.command or code.command), shape.world_size)
+    launcher = common.mpirun(
+        list(spec.command or code.command), shape.world_size, forward=common.env_names(spec)
+    )
 
     def command_of(role: str) -> list[str] | None:
         return launcher if role == "Launcher" else None  # workers: the operator's sshd

@@ -59,7 +59,7 @@ def build(spec: JobSpec, code_digest: str | None = None) -> dict[str, Any]:
     g = spec.gang
     assert g is not None
     meta = {k: v for k, v in common.metadata(spec, code_digest).items() if k != "annotations"}
-    members = g.min_available or spec.shape.total
+    members = common.gang_members(spec)
     body: dict[str, Any] = {"minMember": members}
     res = min_resources(spec)
     if res:

@@ -29,7 +29,8 @@ def build(spec: JobSpec, code: common.Code) -> dict[str, Any]:
     release = kind.release
     if shape.trainjob_mpi:
         program = list(spec.command or code.command)
-        cmd = common.mpirun(program, shape.world_size, hostfile=contract.MPI_HOSTFILE_PATH)
+        cmd = common.mpirun(program, shape.world_size, hostfile=contract.MPI_HOSTFILE_PATH,
+                            forward=common.env_names(spec))  # fmt: skip
     else:
         cmd = common.launch_command(spec, code.command)
     trainer: dict[str, Any] = {

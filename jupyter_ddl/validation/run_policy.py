@@ -95,6 +95,20 @@ def gang_problems(spec: JobSpec, strategy: Strategy) -> list[str]:
             f"gang.min_available: {g.min_available} is more than the job's {total} replicas; "
             f"the job could never start; give at most {total}"
         )
+    elif (
+        g.min_available is not None
+        and shape is not None
+        and shape.job_kind.name == "MPIJob"
+        and g.min_available > shape.count("Worker")
+    ):
+        # mpi-operator makes the launcher only after every worker is Ready, and the
+        # gang places no worker until min_available pods exist: neither would start
+        workers = shape.count("Worker")
+        out.append(
+            f"gang.min_available: {g.min_available} counts the launcher, which mpi-operator "
+            f"creates only once all {workers} workers are Ready, so the gang would never "
+            f"form; give at most {workers} or leave it unset"
+        )
     if g.scheduler == "scheduler-plugins" and (g.queue or g.priority_class):
         out.append(
             "gang.queue: scheduler-plugins ignores queue and priority class (operator-contract.md §1.8); "

@@ -121,3 +121,16 @@ def test_owner_references_are_garbage_collected(api, double):
         "owner", "team-a", body=client.V1DeleteOptions(propagation_policy="Foreground")
     )
     assert double.store.get("core/v1/secrets", "team-a", "child") is None
+
+
+def test_the_log_of_a_pod_on_no_node_is_empty_not_an_error(api, double):
+    """kube-apiserver's LogLocation gives an empty location for a pod not yet assigned
+    a node, and the request answers 200 with no body (kubernetes
+    ``pkg/registry/core/pod/strategy.go``); a bound but waiting container answers 400."""
+    core = client.CoreV1Api(api)
+    double.scenario.unschedulable["nowhere"] = "0/1 nodes are available: 1 Insufficient cpu."
+    core.create_namespaced_pod("team-a", _pod("nowhere", {}, ["true"]))
+    wait_phase(core, "nowhere", {"Pending"})
+    time.sleep(0.5)
+    assert core.read_namespaced_pod_log("nowhere", "team-a") == ""
+    assert core.read_namespaced_pod_log("nowhere", "team-a", follow=True) == ""

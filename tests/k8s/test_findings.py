@@ -210,7 +210,7 @@ def test_finding_6_deepspeed_trainjob_replicas_are_the_pods_that_exist(backend, 
     reaches the launcher alone (``jobset/builder.go``). The job's replicas must be the
     pods it has, every one of them found."""
     spec = JobSpec(name=name("ds"), strategy="deepspeed", target="TrainJob", replicas={"Node": 2},
-                   command=RUN_CELL)  # fmt: skip
+                   command=RUN_CELL, image="ghcr.io/kubeflow/trainer/deepspeed-runtime:v2.3.0")  # fmt: skip
     # one write per line: mpirun forwards each rank's output in the chunks it reads, and
     # an unbuffered print() is several writes, so two ranks' words could interleave
     # and a second's pause: a finished JobSet deletes its node pods, and the watcher

@@ -409,6 +409,24 @@ def test_gang_podgroups():
     )
 
 
+@pytest.mark.parametrize("scheduler", ["volcano", "scheduler-plugins"])
+@pytest.mark.parametrize("owner", ["client", "operator"])
+def test_mpijob_gang_leaves_out_the_launcher_it_waits_for(scheduler, owner):
+    """mpi-operator creates the launcher only once every worker is Ready
+    (``WaitForWorkersReady``); Volcano and coscheduling place no member until
+    ``minMember`` pods exist; the operator's own PodGroup takes
+    ``schedulingPolicy.minAvailable`` when given (workers + 1 otherwise). A gang that
+    counted the launcher could never form: it must count the workers only."""
+    spec = JobSpec("hv", "horovod", {"Worker": 2}, gang=GangScheduling(scheduler=scheduler),
+                   backend_options={"gang_podgroup": owner})  # fmt: skip
+    objects = build(spec)
+    job = objects[0]["spec"]
+    assert job["launcherCreationPolicy"] == "WaitForWorkersReady"
+    assert job["runPolicy"]["schedulingPolicy"]["minAvailable"] == 2
+    groups = [o for o in objects if o["kind"] == "PodGroup"]
+    assert [g["spec"]["minMember"] for g in groups] == ([2] if owner == "client" else [])
+
+
 def test_quantities_sum_exactly():
     assert quantity("500m") * 3 == quantity("1500m") == quantity("1.5")
     assert quantity("2Gi") == 2 * 2**30 and quantity("1e3") == 1000
@@ -418,3 +436,21 @@ def test_quantities_sum_exactly():
     assert min_resources(spec) == {"cpu": "1"}
     with pytest.raises(ValueError):
         quantity("lots")
+
+
+@pytest.mark.parametrize("target", [None, "TrainJob"])
+def test_mpirun_forwards_every_variable_by_name(target):
+    """Open MPI hands ranks started over ssh only ``OMPI_*`` and what ``-x`` names: an
+    MPIJob launcher and a TrainJob on an MPI runtime name each variable, never its value."""
+    strategy = "deepspeed" if target else "horovod"
+    spec = JobSpec("fw", strategy, {"Node": 2} if target else {"Worker": 2}, target=target,
+                   env={"WANDB_PROJECT": "x"}, secret_env=["WANDB_API_KEY"])  # fmt: skip
+    obj = build(spec)[0]
+    if target:
+        argv = obj["spec"]["trainer"]["command"]
+    else:
+        pod = obj["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
+        argv = pod["containers"][0]["command"]
+    pairs = {argv[i + 1] for i, a in enumerate(argv) if a == "-x"}
+    names = {"WANDB_PROJECT", "WANDB_API_KEY", "JUPYTER_DDL_STRATEGY", "JUPYTER_DDL_JOB"}
+    assert names <= pairs and "x" not in argv and not any("=x" in a for a in argv)

@@ -67,6 +67,7 @@ CASES = [
     ("zero-deadline", spec(active_deadline_seconds=0), "below 1", "active_deadline_seconds"),
     ("negative-ttl", spec(ttl_seconds_after_finished=-5), "below 0", "ttl_seconds_after_finished"),
     ("gang-min-too-big", spec(gang=GangScheduling(min_available=5)), "more than the job's 2 replicas", "gang.min_available"),
+    ("mpi-gang-counts-launcher", spec("horovod", replicas={"Worker": 2}, gang=GangScheduling(min_available=3)), "counts the launcher", "gang.min_available"),
     ("gang-min-zero", spec(gang=GangScheduling(min_available=0)), "below 1", "gang.min_available"),
     ("gang-unknown-scheduler", spec(gang=GangScheduling(scheduler="kueue")), "choose volcano or scheduler-plugins", "gang.scheduler"),
     ("gang-queue-on-coscheduling", spec(gang=GangScheduling(scheduler="scheduler-plugins", queue="q")), "ignores queue", "gang.queue"),
@@ -137,7 +138,7 @@ def test_every_strategy_default_is_valid(name):
         spec("deepspeed", target="TrainJob", runtime_ref="deepspeed-distributed"),
         spec("torch-elastic", backend_options={"elastic_min_replicas": 1, "elastic_max_replicas": 4}),
         spec("tf-parameter-server", replicas={"Worker": 4, "PS": 2, "Evaluator": 1}, restart_policy="ExitCode"),
-        spec("horovod", slots_per_worker=2, restart_policy="OnFailure", gang=GangScheduling(queue="research", min_available=3)),
+        spec("horovod", slots_per_worker=2, restart_policy="OnFailure", gang=GangScheduling(queue="research", min_available=2)),
         spec(tolerations=[Toleration(operator="Exists")], volumes=[VolumeMount("data", "/data", read_only=True)]),
         spec(name="a" * 53, replicas={"Worker": 12}),  # exactly 63 with "-worker-11"
     ],

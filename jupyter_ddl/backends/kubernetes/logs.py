@@ -2,7 +2,8 @@
 
 Lines are asked for with ``timestamps=true`` so a watcher can drop lines written
 before it started (``from_start=False``) and measure latency, and so a broken stream
-can be resumed by skipping the lines already delivered (a container's log only grows).
+can be resumed from the last timestamp delivered: the kubelet serves only the current
+log file, which it rotates, so counting lines would skip the wrong ones.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from jupyter_ddl.errors import BodyError
 
 READ_CAP = 256 * 1024  # bytes read from one stream per wake-up: no stream starves others
 FIRST_DELAY, MAX_DELAY = 0.2, 5.0  # reconnect backoff while a container still runs
+CLOCK_MARGIN = 10  # seconds added to a reconnect's sinceSeconds: the API server's clock may differ
 _WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
 
 
@@ -24,7 +25,12 @@ class Stream:
 
     def __init__(self, pod: str, container: str | None, cid: str | None, rid: str) -> None:
         self.pod, self.container, self.cid, self.rid = pod, container, cid, rid
-        self.delivered = 0  # lines handed on; a reconnect skips this many
+        self.delivered = 0  # lines handed on
+        # A reconnect cannot skip by count: the kubelet serves only the current log
+        # file, rotated at containerLogMaxSize (operator-contract.md §11.7). It asks
+        # from the last timestamp delivered and drops what it delivered already.
+        self.last_stamp: float | None = None
+        self.at_last: set[str] = set()  # texts delivered with ``last_stamp``
         self.opens = 0  # connections made so far
         self.broken = False  # the last connection ended before the log did
         self.delay = FIRST_DELAY
@@ -39,6 +45,28 @@ class Stream:
         self.body: Body | None = None
         self.pending = b""  # a line whose newline has not arrived
         self.seen = 0  # lines of the current connection
+
+    def take(self, stamp: float | None, text: str) -> bool:
+        """Is (stamp, text) a line not delivered before? Records it when it is."""
+        last = self.last_stamp
+        if (stamp is not None and last is not None
+                and (stamp < last or (stamp == last and text in self.at_last))):  # fmt: skip
+            return False
+        if stamp is not None:
+            if last is None or stamp > last:
+                self.last_stamp, self.at_last = stamp, {text}
+            else:
+                self.at_last.add(text)
+        self.delivered += 1
+        return True
+
+    def since_seconds(self, now: float) -> int | None:
+        """``sinceSeconds`` for a reconnect: back to the last line delivered, with a
+        margin for the API server's clock (what it sends again is dropped by ``take``).
+        The client has no ``sinceTime``; both mean the same to the kubelet."""
+        if self.last_stamp is None:
+            return None
+        return max(1, int(now - self.last_stamp) + CLOCK_MARGIN)
 
     def is_alive(self) -> bool:
         return not self.done.is_set()
@@ -63,10 +91,9 @@ class Stream:
         batch: Batch = []
         for raw_line in lines:
             self.seen += 1
-            if self.seen <= self.delivered:
-                continue  # delivered before a reconnect
-            self.delivered += 1
-            batch.append(split_timestamp(raw_line.decode("utf-8", "replace").rstrip("\r")))
+            stamp, text = split_timestamp(raw_line.decode("utf-8", "replace").rstrip("\r"))
+            if self.take(stamp, text):
+                batch.append((stamp, text))
         return batch, clean, clean or eof
 
 

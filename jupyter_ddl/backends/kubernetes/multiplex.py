@@ -16,7 +16,9 @@ be reopened is checked with the API too, since the log API cannot name a contain
 
 Per container the behaviour is that of a plain follower: lines in order, with their
 timestamps; a stream that ends while the container still runs is reopened (with
-backoff) and the lines already delivered are skipped, so nothing repeats; a
+backoff) from the last timestamp delivered, and lines already delivered, by
+(timestamp, text), are dropped, so nothing repeats even when the kubelet rotated
+the log file in between; a
 container's follower waits for the previous follower of the same replica (an earlier
 container of a restarted pod), so a replica's lines stay in order.
 """
@@ -171,6 +173,9 @@ class LogMultiplexer:
                 return self._finish(s)
             if which == "previous":  # it restarted: the rest is in the previous log
                 return self._rest_of_previous(s)
+            since = s.since_seconds(time.time())
+            if since is not None:
+                kwargs["since_seconds"] = since
         s.opens += 1
         s.broken = False
         try:
@@ -242,9 +247,8 @@ class LogMultiplexer:
     def _rest_of_previous(self, s: Stream) -> None:
         lines = [x for x in read_container(self.conn, s.pod, s.container, previous=True,
                                            stop=self._closed) if x]  # fmt: skip
-        rest = lines[s.delivered :]
+        rest = [x for x in lines if s.take(*x)]
         if rest and not self._closed.is_set():
-            s.delivered += len(rest)
             self.emit(s.rid, rest)
         self._finish(s)
 
@@ -267,9 +271,9 @@ class LogMultiplexer:
                     batch = []
                     continue
                 s.seen += 1
-                if s.seen > s.delivered:
-                    s.delivered += 1
-                    batch.append(split_timestamp(line))
+                stamp, text = split_timestamp(line)
+                if s.take(stamp, text):
+                    batch.append((stamp, text))
             if batch:
                 self.emit(s.rid, batch)
         except Exception:  # noqa: BLE001 - a broken stream: read the rest again

@@ -82,13 +82,24 @@ def with_notebook_volumes(spec: JobSpec, pod: dict[str, Any] | None) -> JobSpec:
 
 
 def pod_templates(job: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every pod template inside a job object (v1 kinds and MPIJob; none in a TrainJob)."""
+    """Every pod template inside a job object: the replica templates of the v1 kinds
+    and MPIJob; a TrainJob's pod overrides that carry metadata (``podTemplateOverrides``
+    of Trainer v2.1, ``runtimePatches`` from v2.2; v2.0's ``podSpecOverrides`` has no
+    pod metadata, operator-contract.md §11.6)."""
     out = []
-    for key, value in (job.get("spec") or {}).items():
+    spec = job.get("spec") or {}
+    for key, value in spec.items():
         if key.endswith("ReplicaSpecs") and isinstance(value, dict):
             out += [
                 r["template"] for r in value.values() if isinstance(r, dict) and "template" in r
             ]
+    out += [o for o in spec.get("podTemplateOverrides") or [] if isinstance(o, dict)]
+    for patch in spec.get("runtimePatches") or []:
+        tmpl = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}
+        for rjob in tmpl.get("replicatedJobs") or []:
+            pod = ((rjob.get("template") or {}).get("spec") or {}).get("template")
+            if isinstance(pod, dict):
+                out.append(pod)
     return out
 
 

@@ -47,6 +47,9 @@ def pod_waiting(pod: dict[str, Any]) -> str | None:
         if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
             msg = cond.get("message") or cond.get("reason") or "unschedulable"
             return f"FailedScheduling: {msg} ({_hint_for_schedule(msg)})"
+    init = init_waiting(status)
+    if init:
+        return init
     for cs in status.get("containerStatuses") or []:
         waiting = (cs.get("state") or {}).get("waiting") or {}
         reason = waiting.get("reason")
@@ -67,6 +70,35 @@ def pod_waiting(pod: dict[str, Any]) -> str | None:
         terminated = (cs.get("state") or {}).get("terminated") or {}
         if terminated.get("reason") == "OOMKilled":
             return "OOMKilled: the container ran out of memory; raise the memory limit"
+    return None
+
+
+def init_waiting(status: dict[str, Any]) -> str | None:
+    """Why an init container holds the pod back (``Init:`` in kubectl), or None.
+
+    training-operator gives every PyTorchJob worker an ``init-pytorch`` container
+    (``alpine``, polling DNS for the master) that runs before ours; while it cannot
+    pull or keeps failing, our container only says ``PodInitializing``, and the
+    operator never counts the worker against the backoff (operator-contract.md §11.5)."""
+    for cs in status.get("initContainerStatuses") or []:
+        name = cs.get("name") or "?"
+        state = cs.get("state") or {}
+        waiting = state.get("waiting") or {}
+        reason = waiting.get("reason")
+        last = (state.get("terminated") or (cs.get("lastState") or {}).get("terminated")) or {}
+        if reason in _PULL:
+            msg = waiting.get("message") or "the image cannot be pulled"
+            return (f"Init:{reason}: init container {name}: {msg} (the cluster cannot pull "
+                    "it: check the image, the registry's pull secret, or a mirror)")  # fmt: skip
+        if reason == "CrashLoopBackOff" or (last.get("exitCode") or 0) != 0:
+            code = last.get("exitCode")
+            what = "CrashLoopBackOff" if reason == "CrashLoopBackOff" else "Error"
+            return (f"Init:{what}: init container {name} failed (exit code {code}, "
+                    f"restart {int(cs.get('restartCount') or 0)}); see its log with "
+                    f"`kubectl logs <pod> -c {name}`")  # fmt: skip
+        if reason in _CONFIG:
+            detail = waiting.get("message") or "its configuration cannot be made"
+            return f"Init:{reason}: init container {name}: {detail}"
     return None
 
 

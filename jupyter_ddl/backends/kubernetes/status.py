@@ -140,9 +140,12 @@ def job_state(obj: Mapping[str, Any], replicas: list[ReplicaStatus]) -> tuple[Jo
     if last and last["type"] == "Suspended":
         return JobState.PENDING, last.get("message")
     if replicas and all(
-        r.state in (ReplicaState.RUNNING, ReplicaState.SUCCEEDED) for r in replicas
+        r.state in (ReplicaState.RUNNING, ReplicaState.SUCCEEDED, ReplicaState.RESTARTING)
+        for r in replicas
     ):
-        return JobState.RUNNING, None  # TrainJob has no Running condition (§4.4)
+        # TrainJob has no Running condition (§4.4); a replica restarting in place
+        # (OnFailure, JobSet's default) is the job still running, not pending again
+        return JobState.RUNNING, None
     if last and last["type"] == "Created":
         return JobState.CREATED, last.get("message")
     return JobState.PENDING, None
@@ -261,8 +264,15 @@ def _ranks(obj: Mapping[str, Any]) -> dict[Key, int]:
         return {}
 
 
+#: the Job controller's default backoffLimit: what a TrainJob's Jobs get, since no
+#: Trainer runtime sets one and no TrainJob field reaches it (operator-contract.md §11.4)
+JOB_DEFAULT_BACKOFF_LIMIT = 6
+
+
 def _backoff_limit(obj: Mapping[str, Any]) -> int | None:
-    """runPolicy.backoffLimit of a Kubeflow v1 job or MPIJob (a TrainJob's lives in
-    its JobSet: not shown)."""
+    """runPolicy.backoffLimit of a Kubeflow v1 job or MPIJob; for a TrainJob the
+    limit its Jobs run under, so a restart is shown as n of that limit."""
+    if obj.get("kind") == "TrainJob":
+        return JOB_DEFAULT_BACKOFF_LIMIT
     limit = ((obj.get("spec") or {}).get("runPolicy") or {}).get("backoffLimit")
     return int(limit) if isinstance(limit, int) else None

@@ -34,6 +34,7 @@ from jupyter_ddl.image.plan import ImagePlan, notebook_container_image, plan_ima
 from jupyter_ddl.manifests import ANNOTATION_SPEC, CODE_DIR, build_manifests, common, podgroup
 from jupyter_ddl.models import CodeBundle, JobSpec
 from jupyter_ddl.validation import validate
+from jupyter_ddl.validation.images import image_problems
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +128,9 @@ def submit(
             hint="choose another name, or `%ddl delete` the old job",
         )
     pod, poddefaults = _notebook_pod(home)
+    bad_image = image_problems(spec, notebook_container_image(pod), cfg.base_images.get("mpi"))
+    if bad_image:
+        raise ValidationError(bad_image)
     spec = notebook.with_notebook_volumes(spec, pod)
     refused, warnings = preflight.rwo_problems(conn, spec, pod)
     if refused:

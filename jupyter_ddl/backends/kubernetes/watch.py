@@ -268,9 +268,22 @@ class JobWatcher:
                 self._waiting[r.id] = r.message
                 if r.message and (not r.state.finished or r.message.startswith("OOMKilled")):
                     yield JobEvent(EventKind.WAITING, self.name, replica=r.id, message=r.message)
+        if self._back_to_pending(st.state):
+            return
         if st.state != self._last_state and not st.state.finished:
             self._last_state = st.state
             yield JobEvent(EventKind.STATUS, self.name, status=st)
+
+    def _back_to_pending(self, state: JobState) -> bool:
+        """A TrainJob is Running only by its pods (it has no Running condition, §4.4):
+        a pod between two starts, or deleted as its Job fails just before the TrainJob
+        says so, would flip it back to Pending. Once running it stays running until
+        it ends (a suspended TrainJob is reported cancelled, not pending)."""
+        return (
+            self.kind.name == "TrainJob"
+            and self._last_state in (JobState.RUNNING, JobState.RESTARTING)
+            and state in (JobState.PENDING, JobState.CREATED)
+        )
 
     def _with_last_lines(self, r: ReplicaStatus) -> None:
         if r.state.finished or r.restarts:
@@ -346,8 +359,8 @@ class JobWatcher:
     def _fresh(self, ev: dict[str, Any]) -> bool:
         if self.start_time is None:
             return True
-        ts = ev.get("lastTimestamp") or ev.get("eventTime") or ""
-        return S.epoch(ts) is None or (S.epoch(ts) or 0) >= int(self.start_time)
+        seen = last_seen(ev)
+        return seen is None or seen >= int(self.start_time)
 
     def _warnings(self, obj: dict[str, Any]) -> Iterator[JobEvent]:
         raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(S.ANNOTATION_WARNINGS)
@@ -368,6 +381,19 @@ class JobWatcher:
 
     def _log_event(self, line: LogLine) -> JobEvent:
         return JobEvent(EventKind.LOG, self.name, replica=line.replica, log=line)
+
+
+def last_seen(ev: dict[str, Any]) -> float | None:
+    """When an event last happened. An event written through events.k8s.io (the
+    scheduler's FailedScheduling) keeps ``eventTime`` at its first occurrence and moves
+    ``series.lastObservedTime`` (kubernetes ``staging/src/k8s.io/client-go/tools/events``),
+    so a series still going on is judged by that, not by its start."""
+    series = (ev.get("series") or {}).get("lastObservedTime")
+    for ts in (series, ev.get("lastTimestamp"), ev.get("eventTime")):
+        t = S.epoch(ts) if ts else None
+        if t is not None:
+            return t
+    return None
 
 
 def _changed(r: ReplicaStatus) -> Hashable:

@@ -6,7 +6,9 @@ container as a LOCAL PROCESS (``container``), reporting status as the kubelet do
 Also what a cluster does before a container starts: ``Scenario`` knobs (Unschedulable,
 image pulls, OOM kills), Volcano gang scheduling (a pod naming ``schedulerName:
 volcano`` waits while its PodGroup is absent or Pending), the attach/detach controller's
-Multi-Attach refusal for a ReadWriteOnce PVC used from two nodes, and sidecars that a
+Multi-Attach refusal for a ReadWriteOnce PVC used from two nodes, scheduler-plugins'
+coscheduling (a pod labelled with its PodGroup waits until ``minMember`` pods of the
+group exist), and sidecars that a
 mutating webhook added (recorded in ``sidecar.istio.io/status``): those are simulated,
 running from the pod's start until its main container ends.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -36,6 +39,8 @@ from .store import Store, now_iso
 PODS = "core/v1/pods"
 VOLCANO_PODGROUPS = "scheduling.volcano.sh/v1beta1/podgroups"
 VOLCANO_GROUP = "scheduling.k8s.io/group-name"
+COSCHED_PODGROUPS = "scheduling.x-k8s.io/v1alpha1/podgroups"
+COSCHED_LABEL = "scheduling.x-k8s.io/pod-group"
 
 
 @dataclass
@@ -48,6 +53,9 @@ class Scenario:
     restart_backoff: float = 0.3
     #: nodes pods are spread over, round robin (one node: nothing is ever multi-attached)
     nodes: list[str] = field(default_factory=lambda: ["node-0"])
+    #: images (by reference part) no node can pull: an init container on one holds its
+    #: pod in Init:ImagePullBackOff (e.g. training-operator's ``alpine:3.10``)
+    unpullable_images: set[str] = field(default_factory=set)
     #: Volcano PodGroups (by name) the scheduler cannot admit: they stay Pending
     gang_pending: set[str] = field(default_factory=set)
 
@@ -128,13 +136,50 @@ class Kubelet:
             self._event(ns, "Pod", name, "Failed", f'Failed to pull image "{image}": not found')
             self.started.add(pod["metadata"]["uid"])
             return
+        if not self._init_done(ns, pod):
+            return  # tried again next round
         self.started.add(pod["metadata"]["uid"])
         threading.Thread(target=self._run_pod, args=(self.store.get(PODS, ns, name) or pod,),
                          daemon=True).start()  # fmt: skip
 
+    def _init_done(self, ns: str, pod: dict[str, Any]) -> bool:
+        """Run the init containers, in order, before the main one (the kubelet does).
+        One whose image cannot be pulled holds the pod in ``Init:ImagePullBackOff``,
+        phase Pending, the main container ``PodInitializing``. training-operator's
+        ``init-pytorch`` polls DNS for the master's Service: here it succeeds once the
+        master's pod exists (the double has no DNS)."""
+        inits = (pod.get("spec") or {}).get("initContainers") or []
+        if not inits:
+            return True
+        name, main = pod["metadata"]["name"], main_container(pod)
+        done: list[dict[str, Any]] = []
+        for c in inits:
+            image = c.get("image") or ""
+            if self.scenario.match(image, self.scenario.unpullable_images):
+                msg = f'Back-off pulling image "{image}"'
+                statuses = [*done, P.waiting(c["name"], "ImagePullBackOff", msg)]
+                statuses += [P.waiting(x["name"], "PodInitializing") for x in inits[len(statuses):]]
+                self._set_status(ns, name, {**P.pod("Pending", [P.waiting(main["name"], "PodInitializing")]),
+                                            "initContainerStatuses": statuses})  # fmt: skip
+                self._event(ns, "Pod", name, "Failed", f'Failed to pull image "{image}": not found')
+                return False
+            if c["name"] == "init-pytorch":
+                found = re.search(r"nslookup (\S+);", " ".join(c.get("command") or []))
+                if found is None or self.store.get(PODS, ns, found.group(1)) is None:
+                    return False
+            term = P.termination(0, f"containerd://{uuid.uuid4().hex}")
+            done.append(P.terminated(c["name"], 0, term, None))
+        self._set_status(ns, name, {"initContainerStatuses": done})
+        return True
+
     # -- scheduling ------------------------------------------------------------------
     def _gang_ready(self, ns: str, pod: dict[str, Any]) -> bool:
-        """Volcano schedules a gang member only once its PodGroup left Pending."""
+        """Volcano schedules a gang member only once its PodGroup left Pending;
+        coscheduling's PreFilter refuses a member while fewer than ``minMember`` pods
+        of its group exist (scheduler-plugins ``pkg/coscheduling/core/core.go``)."""
+        labels = pod["metadata"].get("labels") or {}
+        if labels.get(COSCHED_LABEL):
+            return self._cosched_ready(ns, pod, labels[COSCHED_LABEL])
         if (pod.get("spec") or {}).get("schedulerName") != "volcano":
             return True
         group = ((pod["metadata"].get("annotations") or {}).get(VOLCANO_GROUP)) or ""
@@ -149,16 +194,50 @@ class Kubelet:
         self._event(ns, "Pod", name, "FailedScheduling", msg)
         return False
 
+    def _cosched_ready(self, ns: str, pod: dict[str, Any], group: str) -> bool:
+        name = pod["metadata"]["name"]
+        pg = self.store.get(COSCHED_PODGROUPS, ns, group)
+        if pg is None:
+            msg = f'podgroups.scheduling.x-k8s.io "{group}" not found'
+        else:
+            want = int((pg.get("spec") or {}).get("minMember") or 0)
+            have = len(self._members(ns, COSCHED_LABEL, group, labels=True))
+            if have >= want:
+                return True
+            msg = (f"pre-filter pod {name} cannot find enough sibling pods, current pods "
+                   f"number: {have}, minMember of group: {want}")  # fmt: skip
+        self._set_status(ns, name, P.unschedulable(msg))
+        self._event(ns, "Pod", name, "FailedScheduling", msg)
+        return False
+
+    def _members(self, ns: str, key: str, group: str, *, labels: bool) -> list[str]:
+        """Pods (not being deleted) that name ``group`` under ``key``."""
+        where = "labels" if labels else "annotations"
+        return [p["metadata"]["name"] for p in self.store.list(PODS, ns)[0]
+                if ((p["metadata"].get(where) or {}).get(key)) == group
+                and not p["metadata"].get("deletionTimestamp")]  # fmt: skip
+
     def _volcano(self) -> None:
-        """The Volcano scheduler's enqueue: PodGroups go Pending -> Running unless held."""
+        """The Volcano scheduler's enqueue and gang plugin: a PodGroup goes Pending ->
+        Running only once ``minMember`` of its pods exist (Volcano's job is valid when
+        ``ValidTaskNum() >= MinAvailable``), unless a scenario holds it."""
         groups, _ = self.store.list(VOLCANO_PODGROUPS, None)
         for pg in groups:
             md = pg["metadata"]
             phase = (pg.get("status") or {}).get("phase")
             if phase not in (None, "Pending"):
                 continue
+            members = int((pg.get("spec") or {}).get("minMember", 1))
+            have = len(self._members(md["namespace"], VOLCANO_GROUP, md["name"], labels=False))
+            if have < members:
+                if phase is None:
+                    self.store.mutate(VOLCANO_PODGROUPS, md["namespace"], md["name"],
+                                      lambda o: o.setdefault("status", {}).update(phase="Pending"))  # fmt: skip
+                self._event(md["namespace"], "PodGroup", md["name"], "Unschedulable",
+                            f"{have}/{members} tasks in gang unschedulable: pod group is not ready, "
+                            f"{have} Pending, {members} minAvailable")  # fmt: skip
+                continue
             if md["name"] in self.scenario.gang_pending:
-                members = (pg.get("spec") or {}).get("minMember", 1)
                 if phase is None:
                     self.store.mutate(VOLCANO_PODGROUPS, md["namespace"], md["name"],
                                       lambda o: o.setdefault("status", {}).update(phase="Pending"))  # fmt: skip
@@ -257,6 +336,8 @@ class Kubelet:
         env.update(
             {k: C.rewrite(v, mounts) for k, v in C.environment(self.store, ns, pod, c).items()}
         )
+        argv = over_ssh(argv, [k for k in env if k not in ("PATH", "HOME", "PYENV_ROOT", "LANG",
+                                                            "HOSTNAME")])  # fmt: skip
         cwd = C.rewrite(c.get("workingDir") or str(root), mounts)
         try:
             return C.spawn(argv, env, cwd, read_only)
@@ -287,8 +368,11 @@ class Kubelet:
         def apply(obj: dict[str, Any]) -> None:
             obj["status"] = {**(obj.get("status") or {}), **status,
                              "podIP": "127.0.0.1", "hostIP": "127.0.0.1"}  # fmt: skip
-            images = {c["name"]: c.get("image", "") for c in obj["spec"]["containers"]}
-            for cs in obj["status"].get("containerStatuses") or []:  # required fields
+            images = {c["name"]: c.get("image", "") for c in obj["spec"]["containers"]
+                      + (obj["spec"].get("initContainers") or [])}  # fmt: skip
+            for cs in (obj["status"].get("containerStatuses") or []) + (
+                obj["status"].get("initContainerStatuses") or []
+            ):  # required fields
                 image = images.get(cs["name"], "")
                 cs.setdefault("image", image)
                 cs.setdefault(
@@ -313,6 +397,35 @@ def record_event(store: Store, ns: str, kind: str, name: str, reason: str, messa
         "reason": reason, "message": message, "type": etype,
         "firstTimestamp": now_iso(), "lastTimestamp": now_iso(), "count": 1,
     })  # fmt: skip
+
+
+#: mpirun options that take a value (``-x`` included), and those that take two
+_MPIRUN_VALUE = {"-np", "-n", "-c", "--np", "--hostfile", "-hostfile", "--machinefile",
+                 "-machinefile", "-bind-to", "--bind-to", "-map-by", "--map-by", "-x",
+                 "-H", "--host", "-host", "-wdir", "--wdir", "--prefix"}  # fmt: skip
+_MPIRUN_TWO = {"-mca", "--mca", "-gmca", "--gmca"}
+
+
+def over_ssh(argv: list[str], container_env: list[str]) -> list[str]:
+    """The launcher's ``mpirun`` as the double runs it: every rank starts here, a child
+    of mpirun, so it would inherit the container's environment. On a cluster a rank
+    starts on a worker through ssh, in a fresh login environment, and Open MPI
+    forwards only ``OMPI_*`` and the variables ``-x`` names (Open MPI ``mpirun(1)``).
+    So the program is started under ``env -u`` for every container variable that
+    ``-x`` does not name."""
+    at = next((i for i, a in enumerate(argv) if os.path.basename(a) == "mpirun"), None)
+    if at is None:
+        return argv
+    named: set[str] = set()
+    i = at + 1
+    while i < len(argv) and argv[i].startswith("-"):
+        opt = argv[i]
+        if opt == "-x" and i + 1 < len(argv):
+            named.add(argv[i + 1].split("=", 1)[0])
+        i += 3 if opt in _MPIRUN_TWO else 2 if opt in _MPIRUN_VALUE else 1
+    drop = [k for k in container_env if k not in named and not k.startswith("OMPI_")]
+    unset = [a for k in drop for a in ("-u", k)]
+    return argv[:i] + (["env", *unset] if unset else []) + argv[i:]
 
 
 def sidecar_names(pod: dict[str, Any]) -> list[str]:

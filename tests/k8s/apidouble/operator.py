@@ -269,6 +269,11 @@ class Operator:
         if kind == "MPIJob" and rtype == "Launcher":
             self._mpi_config(job, pspec)
         pspec["restartPolicy"] = "Never" if policy == "ExitCode" else policy
+        replica_specs = (job.get("spec") or {}).get("pytorchReplicaSpecs") or {}
+        if kind == "PyTorchJob" and rtype == "Worker" and "Master" in replica_specs:
+            pspec["initContainers"] = [init_pytorch(f"{md['name']}-master-0")] + list(
+                pspec.get("initContainers") or []
+            )
         if kind == "MPIJob" and rtype == "Worker" and pspec.get("containers"):
             pspec.update(hostname=pname, subdomain=md["name"])
         labels = {**((tmpl.get("metadata") or {}).get("labels") or {}),
@@ -321,3 +326,18 @@ class Operator:
 
 
 __all__ = ["Operator", "free_port", "owner"]
+
+
+#: training-operator's default image for the worker's init container (to1.9 pkg/config)
+INIT_PYTORCH_IMAGE = "alpine:3.10"
+
+
+def init_pytorch(master: str) -> dict[str, Any]:
+    """The init container training-operator puts first in every PyTorchJob worker:
+    it polls DNS for the master's Service, 100 tries 2 s apart (to1.9
+    ``pkg/controller.v1/pytorch/initcontainer.go``)."""
+    loop = (f"err=1;for i in $(seq 100); do if nslookup {master}; then err=0 && break; fi;"
+            "echo waiting for master; sleep 2; done; exit $err")  # fmt: skip
+    return {"name": "init-pytorch", "image": INIT_PYTORCH_IMAGE, "imagePullPolicy": "IfNotPresent",
+            "command": ["sh", "-c", loop],
+            "resources": {"limits": {"cpu": "100m", "memory": "20Mi"}}}  # fmt: skip

@@ -127,6 +127,10 @@ def pod_log(h: Handler, ns: str, name: str, q: dict[str, str]) -> None:
         raise E.bad_request(
             f"a container name must be specified for pod {name}, choose one of: {names}"
         )
+    if not (pod.get("spec") or {}).get("nodeName"):
+        # the API server has no kubelet to ask for a pod not yet on a node: an empty
+        # location, answered 200 with no body (kubernetes pkg/registry/core/pod/strategy.go)
+        return h._send(200, "")
     cs: dict[str, Any] = next(
         (c for c in (pod.get("status") or {}).get("containerStatuses") or [] if c["name"] == cname),
         {},
@@ -155,9 +159,17 @@ def stream_log(h: Handler, cid: str, follow: bool, q: dict[str, str]) -> None:
     buf = store.log_buffer(cid)
     with buf.cond:
         lines = list(buf.lines)
+        rotated = buf.rotated
     sent = len(lines)
+    lines = lines[rotated:]  # a new request reads the current file only
     if q.get("sinceSeconds"):
         cutoff = time.time() - float(q["sinceSeconds"])
+        lines = [ln for ln in lines if ln[0] >= cutoff]
+    if q.get("sinceTime"):
+        # the API server passes sinceTime on in whole seconds (kubernetes
+        # pkg/registry/core/pod/strategy.go LogLocation): the second's earlier lines come too
+        since = datetime.datetime.strptime(q["sinceTime"][:19], "%Y-%m-%dT%H:%M:%S")
+        cutoff = since.replace(tzinfo=datetime.timezone.utc).timestamp()
         lines = [ln for ln in lines if ln[0] >= cutoff]
     if q.get("tailLines"):
         n = int(q["tailLines"])

@@ -106,6 +106,9 @@ class LogBuffer:
 
     lines: list[tuple[float, str]] = field(default_factory=list)
     closed: bool = False
+    #: lines moved aside by the kubelet's log rotation: a new request reads only the
+    #: current file, ``lines[rotated:]`` (kubelet ``kuberuntime/logs/logs.go ReadLogs``)
+    rotated: int = 0
     cond: threading.Condition = field(default_factory=threading.Condition)
 
 
@@ -224,6 +227,13 @@ class Store:
         with buf.cond:
             buf.lines.append((time.time(), line))
             buf.cond.notify_all()
+
+    def log_rotate(self, cid: str) -> int:
+        """Rotate a container's log now (the kubelet does at containerLogMaxSize)."""
+        buf = self.log_buffer(cid)
+        with buf.cond:
+            buf.rotated = len(buf.lines)
+            return buf.rotated
 
     def log_close(self, cid: str) -> None:
         buf = self.log_buffer(cid)

@@ -106,6 +106,10 @@ class TrainerController:
         all_pods = [p for ps in by_job.values() for p in ps]
         if any(J.phase(p) == "Failed" for p in all_pods):
             return "Failed", f"jobset {name} failed: a job failed"
+        for rjob in rjobs:  # JobSet's failurePolicy: no restarts, so one failed Job ends it
+            if past_backoff_limit(rjob, by_job.get(rjob["name"], [])):
+                return "Failed", (f"jobset {name} failed: job {name}-{rjob['name']}-0 has "
+                                  "reached the specified backoff limit")  # fmt: skip
         policy = ((rspec.get("template") or {}).get("spec") or {}).get("successPolicy") or {}
         targets = policy.get("targetReplicatedJobs") or [r["name"] for r in rjobs]
         done = [p for t in targets for p in by_job.get(t, [])]
@@ -212,3 +216,25 @@ def _apply_overrides(spec: dict[str, Any], rjob: str, tmpl: dict[str, Any]) -> N
             if rj.get("name") == rjob:
                 pod = ((rj.get("template") or {}).get("spec") or {}).get("template") or {}
                 _merge_pod(tmpl, pod.get("metadata") or {}, pod.get("spec") or {})
+
+
+#: the Job controller's default ``backoffLimit`` (Trainer's runtimes set none)
+JOB_BACKOFF_LIMIT = 6
+
+
+def past_backoff_limit(rjob: dict[str, Any], pods: list[dict[str, Any]]) -> bool:
+    """The Job controller's ``pastBackoffLimitOnFailure``: under ``OnFailure`` the
+    container restarts of its Pending and Running pods count against ``backoffLimit``
+    (default 6), so a crash loop fails the Job once they pass it
+    (kubernetes ``pkg/controller/job/job_controller.go``)."""
+    jspec = (rjob.get("template") or {}).get("spec") or {}
+    limit = jspec.get("backoffLimit")
+    limit = JOB_BACKOFF_LIMIT if limit is None else int(limit)
+    restarts = 0
+    for p in pods:
+        if J.phase(p) not in ("Pending", "Running"):
+            continue
+        st = p.get("status") or {}
+        for cs in (st.get("initContainerStatuses") or []) + (st.get("containerStatuses") or []):
+            restarts += int(cs.get("restartCount") or 0)
+    return restarts > limit
