@@ -158,7 +158,9 @@ class Kubelet:
             if self.scenario.match(image, self.scenario.unpullable_images):
                 msg = f'Back-off pulling image "{image}"'
                 statuses = [*done, P.waiting(c["name"], "ImagePullBackOff", msg)]
-                statuses += [P.waiting(x["name"], "PodInitializing") for x in inits[len(statuses):]]
+                statuses += [
+                    P.waiting(x["name"], "PodInitializing") for x in inits[len(statuses) :]
+                ]
                 self._set_status(ns, name, {**P.pod("Pending", [P.waiting(main["name"], "PodInitializing")]),
                                             "initContainerStatuses": statuses})  # fmt: skip
                 self._event(ns, "Pod", name, "Failed", f'Failed to pull image "{image}": not found')
