@@ -96,7 +96,9 @@ class LogPane extends Widget {
   }
 
   private _toEnd(): void {
-    if (this._following && this.isVisible) {
+    if (this._following && this.isVisible && !this._atBottom()) {
+      // only a scroll that will happen is marked as ours: a mark left when nothing moved
+      // would swallow the user's next scroll, and following would never stop
       this._scrolling = true;
       this.node.scrollTop = this.node.scrollHeight;
     }

@@ -126,8 +126,7 @@ def test_sidebar_follows_and_cancels_a_notebook_job(lab, browser, artifacts, dat
             timeout=30_000,
         )
         # scrolling up stops following and offers "Jump to latest", which follows again
-        page.hover(worker)
-        page.mouse.wheel(0, -2000)
+        page.eval_on_selector(worker, "n => { n.scrollTop = 0; }")
         page.wait_for_selector(f"{worker} .jp-DDL-jump", state="visible", timeout=10_000)
         assert page.get_attribute(worker, "data-following") == "false"
         page.screenshot(path=str(artifacts / "job-logs-scrolled-up.png"))
