@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import require
+
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "scripts" / "cluster"
 STATE = ROOT / ".cluster"
@@ -48,6 +50,23 @@ def kubectl(
     *args: str, kubeconfig: Path = KUBECONFIG, check: bool = True
 ) -> subprocess.CompletedProcess[str]:
     return run("kubectl", "--kubeconfig", str(kubeconfig), *args, check=check)
+
+
+def create(manifest: str) -> subprocess.CompletedProcess[str]:
+    """``kubectl create -f -`` as the notebook user in its namespace; the caller checks."""
+    return subprocess.run(
+        ["kubectl", "--kubeconfig", str(KUBECONFIG), "-n", NAMESPACE, "create", "-f", "-"],
+        input=manifest,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def built(binary: str) -> None:
+    """An operator that did not build skips its checks here and fails them in CI."""
+    if not (STATE / "bin" / binary).exists():
+        require._missing(f"{binary} (it did not build: .cluster/logs/build-{binary}.log)")
 
 
 def pids() -> dict[str, int]:
@@ -132,13 +151,7 @@ spec:
 
 def test_notebook_user_works_in_its_namespace_only(tier):
     name = f"t-{uuid.uuid4().hex[:8]}"
-    made = subprocess.run(
-        ["kubectl", "--kubeconfig", str(KUBECONFIG), "-n", NAMESPACE, "create", "-f", "-"],
-        input=TFJOB.format(name=name),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    made = create(TFJOB.format(name=name))
     assert made.returncode == 0, made.stderr
     got = json.loads(kubectl("-n", NAMESPACE, "get", "tfjob", name, "-o", "json").stdout)
     assert got["metadata"]["namespace"] == NAMESPACE
@@ -165,25 +178,17 @@ def test_operators_that_built_are_running(tier):
 
 
 def test_mpi_operator_holds_its_lease(tier):
-    if not (STATE / "bin" / "mpi-operator").exists():
-        pytest.skip("mpi-operator did not build here (cluster/README.md says why)")
+    built("mpi-operator")
     leases = kubectl("-n", "mpi-operator", "get", "lease", "-o", "name", kubeconfig=ADMIN).stdout
     assert leases.strip(), "mpi-operator took no lease: it never became leader"
 
 
 def test_training_operator_webhook_validates(tier):
     """The operator's real webhook answers through the apiserver: a TFJob it refuses."""
-    if not (STATE / "bin" / "training-operator").exists():
-        pytest.skip("training-operator did not build here (cluster/README.md says why)")
+    built("training-operator")
     # a valid object name, but not the DNS-1035 label the operator requires
     bad = TFJOB.format(name="9starts-with-a-digit")
-    made = subprocess.run(
-        ["kubectl", "--kubeconfig", str(KUBECONFIG), "-n", NAMESPACE, "create", "-f", "-"],
-        input=bad,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    made = create(bad)
     assert made.returncode != 0
     assert "validator.tfjob.training-operator.kubeflow.org" in made.stderr, made.stderr
 
@@ -214,13 +219,7 @@ spec:
 
 def test_a_pod_is_scheduled_run_and_its_log_read_through_the_apiserver(tier):
     name = f"p-{uuid.uuid4().hex[:8]}"
-    made = subprocess.run(
-        ["kubectl", "--kubeconfig", str(KUBECONFIG), "-n", NAMESPACE, "create", "-f", "-"],
-        input=POD.format(name=name),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    made = create(POD.format(name=name))
     assert made.returncode == 0, made.stderr
 
     def phase():  # type: ignore[no-untyped-def]
@@ -235,16 +234,9 @@ def test_a_pod_is_scheduled_run_and_its_log_read_through_the_apiserver(tier):
 
 
 def test_a_tfjob_runs_to_succeeded_under_the_real_operator(tier):
-    if not (STATE / "bin" / "training-operator").exists():
-        pytest.skip("training-operator did not build here (cluster/README.md says why)")
+    built("training-operator")
     name = f"tf-{uuid.uuid4().hex[:8]}"
-    made = subprocess.run(
-        ["kubectl", "--kubeconfig", str(KUBECONFIG), "-n", NAMESPACE, "create", "-f", "-"],
-        input=TFJOB.format(name=name),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    made = create(TFJOB.format(name=name))
     assert made.returncode == 0, made.stderr
 
     def succeeded():  # type: ignore[no-untyped-def]
