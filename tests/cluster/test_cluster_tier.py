@@ -87,6 +87,22 @@ def alive(pid: int) -> bool:
     return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
 
 
+def group_members(groups: set[int]) -> list[str]:
+    """Live processes whose process group is one of GROUPS, as 'pid command'."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ")[:120]
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[2]) in groups:
+            found.append(f"{proc.name} {cmd.decode(errors='replace')}")
+    return found
+
+
 @pytest.fixture(scope="module")
 def tier():
     up = run(str(CLUSTER), "up", check=False, timeout=5000)
@@ -257,6 +273,8 @@ def test_down_leaves_nothing_behind(tier):
     down = run(str(CLUSTER), "down")
     assert down.returncode == 0
     assert [n for n, p in started.items() if alive(p)] == []
+    # nor anything a process left in its group (an operator's certificate loop)
+    assert group_members(set(started.values())) == []
     assert (
         not (STATE / "run").exists()
         and not (STATE / "etcd").exists()
