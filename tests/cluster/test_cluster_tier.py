@@ -8,111 +8,28 @@ from source, which takes many minutes). Needs Linux, root, Go and the Go module 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
-import time
 import uuid
-from pathlib import Path
 
-import pytest
+from tests.cluster.tier import (
+    ADMIN,
+    CLUSTER,
+    K8S_VERSION,
+    MARKS,
+    NAMESPACE,
+    OPERATORS,
+    POD,
+    STATE,
+    alive,
+    built,
+    create,
+    kubectl,
+    pids,
+    run,
+    wait_for,
+)
 
-from tests.support import require
-
-ROOT = Path(__file__).resolve().parents[2]
-CLUSTER = ROOT / "scripts" / "cluster"
-STATE = ROOT / ".cluster"
-KUBECONFIG = STATE / "kubeconfig"
-ADMIN = STATE / "admin.kubeconfig"
-K8S_VERSION = "v1.36.3"
-NAMESPACE = "notebook"
-OPERATORS = {
-    # binary in .cluster/bin -> the name `scripts/cluster status` gives its process
-    "mpi-operator": "mpi-operator",
-    "training-operator": "training-operator",
-}
-
-pytestmark = [
-    pytest.mark.cluster,
-    # a cold first `up` builds kube-apiserver, the controller manager and the operators
-    pytest.mark.timeout(5400),
-    pytest.mark.skipif(sys.platform != "linux", reason="the tier runs on Linux only"),
-    pytest.mark.skipif(os.geteuid() != 0, reason="the tier needs root (private mount namespaces)"),
-]
-
-
-def run(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(args), capture_output=True, text=True, check=check, timeout=timeout)
-
-
-def kubectl(
-    *args: str, kubeconfig: Path = KUBECONFIG, check: bool = True
-) -> subprocess.CompletedProcess[str]:
-    return run("kubectl", "--kubeconfig", str(kubeconfig), *args, check=check)
-
-
-def create(manifest: str) -> subprocess.CompletedProcess[str]:
-    """``kubectl create -f -`` as the notebook user in its namespace; the caller checks."""
-    return subprocess.run(
-        ["kubectl", "--kubeconfig", str(KUBECONFIG), "-n", NAMESPACE, "create", "-f", "-"],
-        input=manifest,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
-def built(binary: str) -> None:
-    """An operator that did not build skips its checks here and fails them in CI."""
-    if not (STATE / "bin" / binary).exists():
-        require._missing(f"{binary} (it did not build: .cluster/logs/build-{binary}.log)")
-
-
-def pids() -> dict[str, int]:
-    """The processes the tier recorded, by name."""
-    run_dir = STATE / "run"
-    if not run_dir.is_dir():
-        return {}
-    return {p.stem: int(p.read_text()) for p in run_dir.glob("*.pid")}
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie is gone for every purpose here
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def group_members(groups: set[int]) -> list[str]:
-    """Live processes whose process group is one of GROUPS, as 'pid command'."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
-            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ")[:120]
-        except OSError:
-            continue
-        if fields[0] != "Z" and int(fields[2]) in groups:
-            found.append(f"{proc.name} {cmd.decode(errors='replace')}")
-    return found
-
-
-@pytest.fixture(scope="module")
-def tier():
-    up = run(str(CLUSTER), "up", check=False, timeout=5000)
-    assert up.returncode == 0, (
-        f"scripts/cluster up failed:\n{up.stdout[-3000:]}\n{up.stderr[-3000:]}"
-    )
-    assert f"export KUBECONFIG={KUBECONFIG}" in up.stdout
-    started = pids()
-    yield started
-    run(str(CLUSTER), "down", check=False)
+pytestmark = MARKS
 
 
 def test_version_names_the_pinned_release(tier):
@@ -209,30 +126,6 @@ def test_training_operator_webhook_validates(tier):
     assert "validator.tfjob.training-operator.kubeflow.org" in made.stderr, made.stderr
 
 
-def wait_for(what: str, check, seconds: float = 120):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(1)
-    raise AssertionError(f"{what}: not within {seconds} s")
-
-
-POD = """
-apiVersion: v1
-kind: Pod
-metadata: {{name: {name}}}
-spec:
-  restartPolicy: Never
-  containers:
-  - name: main
-    image: python:3.11
-    command: [python3, -c, "import os; print('line', os.environ['WHO'])"]
-    env: [{{name: WHO, value: notebook}}]
-"""
-
-
 def test_a_pod_is_scheduled_run_and_its_log_read_through_the_apiserver(tier):
     name = f"p-{uuid.uuid4().hex[:8]}"
     made = create(POD.format(name=name))
@@ -265,29 +158,3 @@ def test_a_tfjob_runs_to_succeeded_under_the_real_operator(tier):
     assert got["status"]["conditions"][-1]["type"] == "Succeeded", got["status"]
     logs = kubectl("-n", NAMESPACE, "logs", f"{name}-worker-0", check=False)
     assert f"hello from {name}" in logs.stdout, logs.stderr
-
-
-def test_down_leaves_nothing_behind(tier):
-    started = pids()
-    assert started, "up recorded no processes"
-    down = run(str(CLUSTER), "down")
-    assert down.returncode == 0
-    assert [n for n, p in started.items() if alive(p)] == []
-    # nor anything a process left in its group (an operator's certificate loop)
-    assert group_members(set(started.values())) == []
-    assert (
-        not (STATE / "run").exists()
-        and not (STATE / "etcd").exists()
-        and not (STATE / "pki").exists()
-    )
-    mounts = Path("/proc/self/mountinfo").read_text()
-    assert str(STATE) not in mounts
-    assert "k8s-webhook-server" not in mounts
-    netns = run("ip", "netns", "list", check=False).stdout
-    assert "jddl" not in netns
-    veths = run("ip", "-o", "link", "show", "type", "veth", check=False).stdout
-    assert "jddl" not in veths
-    # nothing listens on the tier's ports any more
-    listening = run("ss", "-ltnH", check=False).stdout
-    for port in (6443, 23790, 10257, 10259):
-        assert f"127.0.0.1:{port} " not in listening

@@ -1,0 +1,19 @@
+"""The real tier, up once for every `-m cluster` test of the session."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.cluster.tier import CLUSTER, KUBECONFIG, pids, run
+
+
+@pytest.fixture(scope="session")
+def tier():
+    up = run(str(CLUSTER), "up", check=False, timeout=5000)
+    assert up.returncode == 0, (
+        f"scripts/cluster up failed:\n{up.stdout[-3000:]}\n{up.stderr[-3000:]}"
+    )
+    assert f"export KUBECONFIG={KUBECONFIG}" in up.stdout
+    started = pids()
+    yield started
+    run(str(CLUSTER), "down", check=False)
