@@ -13,14 +13,16 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 # the operators' spelling of roles and restart policies: kinds.py holds them
 from jupyter_ddl.core.kinds import RestartPolicy as RestartPolicy
 from jupyter_ddl.core.kinds import replica_id as replica_id
-
-if TYPE_CHECKING:
-    from jupyter_ddl.core.shape import JobShape
+from jupyter_ddl.core.placement import GangScheduling as GangScheduling
+from jupyter_ddl.core.placement import Resources as Resources
+from jupyter_ddl.core.placement import Toleration as Toleration
+from jupyter_ddl.core.placement import VolumeMount as VolumeMount
+from jupyter_ddl.core.shape import JobShape, fill_counts, resolve
 
 
 class CleanPodPolicy(str, Enum):
@@ -79,51 +81,6 @@ class EventKind(str, Enum):
 DEFAULT_BACKOFF_LIMIT = 3
 
 
-@dataclass
-class Resources:
-    """Per-replica resources. ``cpu``/``memory`` use Kubernetes quantities ("2", "4Gi")."""
-
-    cpu: str | None = None
-    memory: str | None = None
-    gpu: int = 0
-    gpu_resource: str = "nvidia.com/gpu"
-    tpu: int = 0
-    tpu_resource: str = "google.com/tpu"
-
-
-@dataclass
-class GangScheduling:
-    """Start all replicas together or none (Volcano or the scheduler plugins)."""
-
-    scheduler: str = "volcano"  # "volcano" | "scheduler-plugins"
-    queue: str | None = None
-    priority_class: str | None = None
-    min_available: int | None = None
-    schedule_timeout_seconds: int | None = None
-
-
-@dataclass
-class Toleration:
-    """A Kubernetes toleration, for pods placed on tainted nodes."""
-
-    key: str | None = None
-    operator: str = "Equal"  # Equal | Exists
-    value: str | None = None
-    effect: str | None = None  # NoSchedule | PreferNoSchedule | NoExecute
-    toleration_seconds: int | None = None
-
-
-@dataclass
-class VolumeMount:
-    """A PersistentVolumeClaim mounted into every replica."""
-
-    claim_name: str
-    mount_path: str
-    name: str | None = None
-    read_only: bool = False
-    sub_path: str | None = None
-
-
 @dataclass(frozen=True)
 class JobSpec:
     """Framework-neutral description of one distributed job.
@@ -177,16 +134,12 @@ class JobSpec:
         self._fill()
 
     def _fill(self) -> None:
-        from jupyter_ddl.core.shape import fill_counts  # shape builds on this module
-
         object.__setattr__(self, "replicas", fill_counts(self.strategy, self.replicas, self.target))
 
     @property
     def shape(self) -> JobShape:
         """The resolved job: final counts, kind, world size, replica ids and ranks.
         Raises ValidationError when the strategy is unknown or a count is no count."""
-        from jupyter_ddl.core.shape import resolve
-
         cached: JobShape | None = self.__dict__.get("_shape")
         if cached is None:
             cached = resolve(self)

@@ -89,18 +89,9 @@ def _edges_of_package_init(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     return {m: {t for t in targets if not m.startswith(t + ".")} for m, targets in graph.items()}
 
 
-# The one cycle left: JobSpec resolves and caches its own shape (models -> core.shape ->
-# models). It goes when JobSpec is frozen and resolved once at the boundary; the
-# assertion below fails as soon as the edge is gone, so this entry cannot outlive it.
-PENDING = {("jupyter_ddl.models", "jupyter_ddl.core.shape")}
-
-
 def test_the_package_has_no_import_cycle():
     graph = _edges_of_package_init(import_graph())
     assert graph["jupyter_ddl.notebook.magics"], "the walk found no imports: the test is blind"
-    for source, target in PENDING:
-        assert target in graph[source], f"{source} -> {target} is gone: drop it from PENDING"
-        graph[source].discard(target)
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
