@@ -29,7 +29,7 @@ TRAINER_RUNTIME_OPTION = "trainer_runtime"
 
 
 class SpecFields(Protocol):
-    """The fields of ``jupyter_ddl.models.JobSpec`` a shape is resolved from. Named here,
+    """The fields of ``jupyter_ddl.core.spec.JobSpec`` a shape is resolved from. Named here,
     not imported: the spec builds on this module (``JobSpec.shape``), and a dependency
     that points one way keeps the two free of an import cycle."""
 
@@ -51,7 +51,7 @@ class SpecFields(Protocol):
 
 
 class Shaped(Protocol):
-    """A spec that resolves and keeps its own shape (``jupyter_ddl.models.JobSpec``)."""
+    """A spec that resolves and keeps its own shape (``jupyter_ddl.core.spec.JobSpec``)."""
 
     @property
     def shape(self) -> JobShape: ...
