@@ -19,14 +19,22 @@ from typing import Any
 from jupyter_ddl.backends.base import Backend, Capabilities, LogQuery
 from jupyter_ddl.backends.kubernetes import status as S
 from jupyter_ddl.backends.kubernetes.api_errors import from_api_exception
-from jupyter_ddl.backends.kubernetes.connection import SA_DIR, Connection, connect, require_client
+from jupyter_ddl.backends.kubernetes.connection import (
+    SA_DIR,
+    Connection,
+    connect,
+    notebook_pod_name,
+    require_client,
+)
 from jupyter_ddl.backends.kubernetes.logs import read_container
 from jupyter_ddl.backends.kubernetes.objects import CustomObjects
+from jupyter_ddl.backends.kubernetes.submit import notebook_pod
 from jupyter_ddl.backends.kubernetes.watch import JobWatcher
 from jupyter_ddl.config import Config
 from jupyter_ddl.core.kinds import KINDS, Kind
 from jupyter_ddl.core.metrics import is_metric_line
 from jupyter_ddl.errors import JobNotFound, ValidationError
+from jupyter_ddl.image.plan import notebook_container_image
 from jupyter_ddl.manifests import LABEL_NOTEBOOK, MANAGED_SELECTOR
 from jupyter_ddl.manifests.common import label_value
 from jupyter_ddl.models import (
@@ -253,6 +261,11 @@ class KubernetesBackend(Backend):
     def spec(self, name: str) -> JobSpec | None:
         _, obj = self._find(name)
         return S.submitted_spec(obj)
+
+    def notebook_image(self) -> str | None:
+        if notebook_pod_name() is None:
+            return None  # not in a Kubeflow notebook: no connection opened for nothing
+        return notebook_container_image(notebook_pod(self.conn))
 
     def capabilities(self) -> Capabilities:
         from jupyter_ddl.backends.kubernetes.capabilities import capabilities
