@@ -172,7 +172,7 @@ class JobManager:
 
     def dry_run(self, spec: JobSpec, bundle: CodeBundle | None = None) -> str:
         """The Kubeflow objects the job would create, as YAML documents."""
-        from jupyter_ddl.manifests.dryrun import render_yaml
+        from jupyter_ddl.manifests.dryrun import render_yaml  # here: yaml and requests
 
         validate(spec)
         return render_yaml(spec, bundle, config=self.config, image=self._image_plan(spec, bundle))
@@ -188,7 +188,7 @@ class JobManager:
         nothing. ``progress(done, total)`` reports big uploads. Raises RegistryError
         (no registry configured, or what the registry answered) and ValidationError
         (bad reference)."""
-        from jupyter_ddl.image import build_and_push
+        from jupyter_ddl.image import build_and_push  # here: requests, as the plan
 
         plan = self._image_plan(spec, bundle)
         if plan.repository is None:
@@ -202,6 +202,7 @@ class JobManager:
         )  # fmt: skip
 
     def _image_plan(self, spec: JobSpec, bundle: CodeBundle | None) -> ImagePlan:
+        # here: the image layer brings requests, which a local job never needs
         from jupyter_ddl.image.plan import plan_image
 
         return plan_image(spec, bundle, self.config, self._notebook_image())

@@ -97,9 +97,9 @@ def test_the_package_has_no_import_cycle():
 
 
 def test_the_walk_sees_function_level_imports_and_finds_cycles(tmp_path):
-    # magics imports ddl_commands inside the %ddl method only
+    # the manager imports the dry run inside dry_run() only
     graph = import_graph()
-    assert "jupyter_ddl.notebook.commands" in graph["jupyter_ddl.notebook.magics"]
+    assert "jupyter_ddl.manifests.dryrun" in graph["jupyter_ddl.manager"]
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 

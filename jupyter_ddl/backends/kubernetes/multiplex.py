@@ -38,9 +38,15 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from jupyter_ddl.backends.kubernetes.api_errors import from_api_exception
 from jupyter_ddl.backends.kubernetes.connection import Connection
 from jupyter_ddl.backends.kubernetes.items import Batch, one_line
-from jupyter_ddl.backends.kubernetes.logs import NOT_STARTED, read_container, split_timestamp
+from jupyter_ddl.backends.kubernetes.logs import (
+    NOT_STARTED,
+    iter_lines,
+    read_container,
+    split_timestamp,
+)
 from jupyter_ddl.backends.kubernetes.logstream import (
     FIRST_DELAY,
     MAX_DELAY,
@@ -159,8 +165,6 @@ class LogMultiplexer:
     def _open_stream(self, s: Stream) -> None:
         from kubernetes.client import ApiException
 
-        from jupyter_ddl.backends.kubernetes.api_errors import from_api_exception
-
         kwargs: dict[str, Any] = {"follow": True, "timestamps": True, "_preload_content": False,
                                   "_request_timeout": OPEN_TIMEOUT}  # fmt: skip
         if s.container:
@@ -260,8 +264,6 @@ class LogMultiplexer:
         self._finish(s)
 
     def _pump_blocking(self, s: Stream, resp: Any) -> None:
-        from jupyter_ddl.backends.kubernetes.logs import iter_lines
-
         batch: Batch = []
         try:
             for line in iter_lines(resp, self._closed, marks=True):

@@ -30,6 +30,7 @@ from jupyter_ddl.config import Config
 from jupyter_ddl.core.kinds import Kind, TrainJobKind
 from jupyter_ddl.core.shape import TRAINER_RELEASE_OPTION, TRAINER_RUNTIME_OPTION
 from jupyter_ddl.errors import DDLError, JobConflict, ValidationError
+from jupyter_ddl.image.builder import build_and_push
 from jupyter_ddl.image.plan import ImagePlan, notebook_container_image, plan_image
 from jupyter_ddl.manifests import ANNOTATION_SPEC, CODE_DIR, build_manifests, common, podgroup
 from jupyter_ddl.models import CodeBundle, JobSpec
@@ -54,7 +55,6 @@ def _image(cfg: Config, plan: ImagePlan, bundle: CodeBundle) -> tuple[str, bool 
     code from a ConfigMap (``pushed`` None)."""
     if plan.repository is None:
         return plan.base, None
-    from jupyter_ddl.image.builder import build_and_push
 
     built = build_and_push(bundle, base=plan.base, target_repo=plan.repository, config=cfg)
     return built.pull_ref, built.pushed
