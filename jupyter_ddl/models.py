@@ -4,11 +4,15 @@
 ``CodeBundle`` what code to ship (``core/bundle.py``), ``JobHandle`` how to find a
 submitted job again and ``JobStatus``/``ReplicaStatus`` where it stands
 (``core/states.py``), and ``JobEvent`` is the one event type every backend streams
-(``core/stream.py``). This module holds none of them: it re-exports them, so callers
-above ``core/`` import one path however the classes are laid out. No I/O here.
+(``core/stream.py``). This module re-exports them, so callers above ``core/`` (and a
+third party's backend) import one path however the classes are laid out; the one class
+it holds is ``Capabilities``, what a backend can do. No I/O here.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
 
 from jupyter_ddl.core.bundle import CodeBundle
 from jupyter_ddl.core.kinds import RestartPolicy, replica_id
@@ -19,6 +23,7 @@ from jupyter_ddl.core.stream import EventKind, JobEvent, LogLine
 
 __all__ = [
     "DEFAULT_BACKOFF_LIMIT",
+    "Capabilities",
     "CleanPodPolicy",
     "CodeBundle",
     "EventKind",
@@ -37,3 +42,17 @@ __all__ = [
     "VolumeMount",
     "replica_id",
 ]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do; surfaces hide what it cannot."""
+
+    gpus: int = 0
+    strategies: tuple[str, ...] = ()
+    cancel: bool = True
+    delete: bool = True
+    follow_logs: bool = True
+    resource_metrics: bool = False
+    image_build: bool = False
+    detail: dict[str, Any] = field(default_factory=dict)

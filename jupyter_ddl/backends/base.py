@@ -9,14 +9,15 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, TypedDict
+from dataclasses import dataclass, replace
+from typing import TypedDict
 
 from typing_extensions import Unpack
 
 from jupyter_ddl.config import Config, load_config
 from jupyter_ddl.errors import DDLError, JobNotFound
 from jupyter_ddl.models import (
+    Capabilities,
     CodeBundle,
     JobEvent,
     JobHandle,
@@ -24,20 +25,6 @@ from jupyter_ddl.models import (
     JobStatus,
     LogLine,
 )
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    """What a backend can do; surfaces hide what it cannot."""
-
-    gpus: int = 0
-    strategies: tuple[str, ...] = ()
-    cancel: bool = True
-    delete: bool = True
-    follow_logs: bool = True
-    resource_metrics: bool = False
-    image_build: bool = False
-    detail: dict[str, Any] = field(default_factory=dict)
 
 
 class LogOptions(TypedDict, total=False):

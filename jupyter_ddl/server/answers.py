@@ -12,11 +12,10 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from jupyter_ddl.backends.base import Capabilities
 from jupyter_ddl.core.failures import diagnose, outcomes
 from jupyter_ddl.core.metrics import parse_metric_line
 from jupyter_ddl.errors import ValidationError
-from jupyter_ddl.models import JobSpec, JobState, JobStatus, LogLine
+from jupyter_ddl.models import Capabilities, JobSpec, JobState, JobStatus, LogLine
 from jupyter_ddl.present.clip import MAX_MESSAGE, clip
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jupyter_ddl.backends.base import Backend, Capabilities, LogQuery
+from jupyter_ddl.backends.base import Backend, LogQuery
 from jupyter_ddl.backends.kubernetes import status as S
 from jupyter_ddl.backends.kubernetes.api_errors import from_api_exception
 from jupyter_ddl.backends.kubernetes.capabilities import capabilities
@@ -39,6 +39,7 @@ from jupyter_ddl.image.plan import notebook_container_image
 from jupyter_ddl.manifests import LABEL_NOTEBOOK, MANAGED_SELECTOR
 from jupyter_ddl.manifests.common import label_value
 from jupyter_ddl.models import (
+    Capabilities,
     CodeBundle,
     EventKind,
     JobEvent,

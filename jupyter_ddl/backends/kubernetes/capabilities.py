@@ -5,7 +5,6 @@ unavailable, with the reason); any other failure offers nothing."""
 
 from __future__ import annotations
 
-from jupyter_ddl.backends.base import Capabilities
 from jupyter_ddl.backends.kubernetes.api_errors import from_api_exception
 from jupyter_ddl.backends.kubernetes.connection import Connection
 from jupyter_ddl.backends.kubernetes.preflight import _gpus, serving_versions, split_api_version
@@ -13,6 +12,7 @@ from jupyter_ddl.config import Config
 from jupyter_ddl.core.kinds import KINDS, MPIJOB, TRAINJOB, Kind
 from jupyter_ddl.core.strategies import CATALOG
 from jupyter_ddl.errors import ClusterUnauthorized, ClusterUnreachable, DDLError
+from jupyter_ddl.models import Capabilities
 
 
 def served_kinds(conn: Connection) -> tuple[set[Kind], set[str]]:

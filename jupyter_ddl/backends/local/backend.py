@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from jupyter_ddl._util import diskfull
-from jupyter_ddl.backends.base import Backend, Capabilities, LogQuery
+from jupyter_ddl.backends.base import Backend, LogQuery
 from jupyter_ddl.backends.local import control, gpus, warm
 from jupyter_ddl.backends.local.events import watch_job
 from jupyter_ddl.backends.local.jobdir import DIR_MODE, JobDir, jobs_root
@@ -35,6 +35,7 @@ from jupyter_ddl.errors import (
     ValidationError,
 )
 from jupyter_ddl.models import (
+    Capabilities,
     CodeBundle,
     JobEvent,
     JobHandle,
