@@ -119,14 +119,14 @@ def __dir__() -> list[str]:
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext jupyter_ddl``: registers ``%%distribute`` and ``%ddl``."""
-    from jupyter_ddl.notebook.magics import load
+    from jupyter_ddl.notebook.magics import load  # here: IPython loads with the magics only
 
     load(ipython)
 
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:
     """The server extension Jupyter loads (the REST API and the job stream)."""
-    from jupyter_ddl.server.app import DDLServerApp
+    from jupyter_ddl.server.app import DDLServerApp  # here: jupyter_server and tornado
 
     return [{"module": "jupyter_ddl.server.app", "app": DDLServerApp}]
 

@@ -26,6 +26,8 @@ from typing import Any
 from jupyter_ddl._util import diskfull
 from jupyter_ddl._util.atomic import write_atomic
 from jupyter_ddl.core.names import is_dns1123_label, is_env_name
+from jupyter_ddl.core.strategies import FRAMEWORKS
+from jupyter_ddl.core.trainer import RELEASES, release_named
 from jupyter_ddl.errors import ResourceError, ValidationError
 
 
@@ -186,6 +188,7 @@ def _strings(values: Any) -> bool:
 
 
 def _known_backend(key: str, value: str) -> None:
+    # here: importlib.metadata (tens of ms) loads only when a backend name is checked
     from jupyter_ddl.backends.names import backend_names
 
     if value not in backend_names():
@@ -195,8 +198,6 @@ def _known_backend(key: str, value: str) -> None:
 
 
 def _trainer_release(key: str, value: str) -> None:
-    from jupyter_ddl.core.trainer import RELEASES, release_named
-
     try:
         release_named(value)
     except ValidationError:
@@ -206,8 +207,6 @@ def _trainer_release(key: str, value: str) -> None:
 
 
 def _frameworks(key: str, value: dict[str, str]) -> None:
-    from jupyter_ddl.core.strategies import FRAMEWORKS
-
     unknown = sorted(set(value) - set(FRAMEWORKS))
     if unknown:
         raise _problem(

@@ -35,6 +35,9 @@ Reports = list[tuple[str, dict[str, float]]]
 
 #: seconds an unavailable backend is left out of lists and searches
 UNAVAILABLE_RETRY_S = 30.0
+#: the backend whose replicas run the images a dry run and ``build_image`` plan; it
+#: reads the notebook pod the plan's base may come from
+IMAGE_BACKEND = "kubernetes"
 
 
 @dataclass(frozen=True)
@@ -169,7 +172,7 @@ class JobManager:
 
     def dry_run(self, spec: JobSpec, bundle: CodeBundle | None = None) -> str:
         """The Kubeflow objects the job would create, as YAML documents."""
-        from jupyter_ddl.manifests.dryrun import render_yaml
+        from jupyter_ddl.manifests.dryrun import render_yaml  # here: yaml and requests
 
         validate(spec)
         return render_yaml(spec, bundle, config=self.config, image=self._image_plan(spec, bundle))
@@ -185,7 +188,7 @@ class JobManager:
         nothing. ``progress(done, total)`` reports big uploads. Raises RegistryError
         (no registry configured, or what the registry answered) and ValidationError
         (bad reference)."""
-        from jupyter_ddl.image import build_and_push
+        from jupyter_ddl.image import build_and_push  # here: requests, as the plan
 
         plan = self._image_plan(spec, bundle)
         if plan.repository is None:
@@ -199,10 +202,22 @@ class JobManager:
         )  # fmt: skip
 
     def _image_plan(self, spec: JobSpec, bundle: CodeBundle | None) -> ImagePlan:
+        # here: the image layer brings requests, which a local job never needs
         from jupyter_ddl.image.plan import plan_image
-        from jupyter_ddl.image.selection import notebook_pod_image
 
-        return plan_image(spec, bundle, self.config, notebook_pod_image())
+        return plan_image(spec, bundle, self.config, self._notebook_image())
+
+    def _notebook_image(self) -> str | None:
+        """The notebook pod's own image, as the backend that runs the images reads it;
+        None outside a notebook pod or where it cannot be read."""
+        for b in self._usable([IMAGE_BACKEND], []):
+            try:
+                return b.notebook_image()
+            except Exception as e:  # noqa: BLE001 - any failure here only means "use the default"
+                log.info(
+                    "cannot read this notebook's pod (%s); using the default base", type(e).__name__
+                )
+        return None
 
     def find(self, name: str, backend: str | None = None) -> Backend:
         """The backend that knows job ``name``; raises JobNotFound (naming the backends

@@ -89,26 +89,17 @@ def _edges_of_package_init(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     return {m: {t for t in targets if not m.startswith(t + ".")} for m, targets in graph.items()}
 
 
-# The one cycle left: JobSpec resolves and caches its own shape (models -> core.shape ->
-# models). It goes when JobSpec is frozen and resolved once at the boundary; the
-# assertion below fails as soon as the edge is gone, so this entry cannot outlive it.
-PENDING = {("jupyter_ddl.models", "jupyter_ddl.core.shape")}
-
-
 def test_the_package_has_no_import_cycle():
     graph = _edges_of_package_init(import_graph())
     assert graph["jupyter_ddl.notebook.magics"], "the walk found no imports: the test is blind"
-    for source, target in PENDING:
-        assert target in graph[source], f"{source} -> {target} is gone: drop it from PENDING"
-        graph[source].discard(target)
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
 def test_the_walk_sees_function_level_imports_and_finds_cycles(tmp_path):
-    # magics imports ddl_commands inside the %ddl method only
+    # the manager imports the dry run inside dry_run() only
     graph = import_graph()
-    assert "jupyter_ddl.notebook.commands" in graph["jupyter_ddl.notebook.magics"]
+    assert "jupyter_ddl.manifests.dryrun" in graph["jupyter_ddl.manager"]
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 

@@ -112,6 +112,11 @@ class Backend(ABC):
             more = []  # a spec this version cannot read: the status still names them
         return ids + [rid for rid in more if rid not in ids]
 
+    def notebook_image(self) -> str | None:
+        """The image of the notebook's own container, where this backend runs jobs in
+        the cluster the notebook runs in (the image plan's first choice of base)."""
+        return None
+
     @abstractmethod
     def cancel(self, name: str) -> JobStatus:
         """Stop every replica; the job ends Cancelled. Idempotent."""

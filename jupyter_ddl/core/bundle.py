@@ -1,4 +1,5 @@
-"""Pack a cell into a CodeBundle: the cell, the runtime shim's files and a generated entry point.
+"""The ``CodeBundle`` and how a cell is packed into one: the cell, the runtime shim's
+files and a generated entry point.
 
 The content depends only on the arguments (no time stamps, no paths of this machine),
 so the same code always gives the same digest, image tag and job directory files.
@@ -6,10 +7,11 @@ so the same code always gives the same digest, image tag and job directory files
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from importlib.resources import files
-
-from jupyter_ddl.models import CodeBundle
 
 CELL = "cell.py"
 RUNTIME = "ddl_runtime.py"
@@ -17,6 +19,37 @@ SPAWN = "ddl_spawn.py"  # the cell's definitions for processes the cell spawns (
 #: every file of the shim, shipped side by side (``RUNTIME`` imports the others)
 RUNTIME_FILES = (RUNTIME, "ddl_runtime_torch.py", "ddl_runtime_end.py", SPAWN)
 ENTRYPOINT = "main.py"
+
+
+@dataclass
+class CodeBundle:
+    """The files shipped with a job, by relative path.
+
+    ``entrypoint`` is the file each replica runs; ``requirements`` come from the
+    cell's ``!pip install`` lines. The digest covers paths, contents and
+    requirements, so the same code always gives the same digest (and image tag).
+    """
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    entrypoint: str = "main.py"
+    requirements: list[str] = field(default_factory=list)
+    source_notebook: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def digest(self) -> str:
+        """A content digest of the files, entry point and requirements."""
+        h = hashlib.sha256()
+        for path in sorted(self.files):
+            h.update(path.encode() + b"\0" + hashlib.sha256(self.files[path]).digest())
+        h.update(json.dumps([self.entrypoint, sorted(self.requirements)]).encode())
+        return "sha256:" + h.hexdigest()
+
+    @property
+    def short_digest(self) -> str:
+        """The digest's first 12 hex digits, as shown to people."""
+        return self.digest.split(":", 1)[1][:12]
+
 
 # The entry point every replica runs. It finds the shim next to itself, so the
 # bundle works from any directory (job dir, /workspace in an image, a ConfigMap).

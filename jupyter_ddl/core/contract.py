@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from jupyter_ddl.core.kinds import MPIJobKind, PyTorchJobKind, TFJobKind, TrainJobKind
 from jupyter_ddl.core.shape import JobShape
 from jupyter_ddl.core.shape import rid as rid  # callers read contract.rid
+from jupyter_ddl.core.spec import JobSpec
 from jupyter_ddl.errors import ValidationError
-from jupyter_ddl.models import JobSpec
 
 MPI_HOSTFILE_PATH = "/etc/mpi/hostfile"  # §3.3 (mpi-operator) and §4.3 (Trainer v2 MPI)
 MPI_RSH_ARGS = "-o ConnectionAttempts=10"

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from jupyter_ddl.models import ReplicaStatus
+from jupyter_ddl.core.states import ReplicaStatus
 
 #: the line the supervisor writes into each replica's log when a cancel begins
 CANCEL_MARKER = "jupyter-ddl: cancel requested; what follows is teardown, not a failure"

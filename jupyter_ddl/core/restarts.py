@@ -10,8 +10,8 @@ import signal as _signal
 from collections.abc import Mapping
 from enum import Enum
 
-from jupyter_ddl.core.kinds import Kind
-from jupyter_ddl.models import JobState, ReplicaState, RestartPolicy
+from jupyter_ddl.core.kinds import Kind, RestartPolicy
+from jupyter_ddl.core.states import JobState, ReplicaState
 
 
 class Exit(str, Enum):

@@ -13,16 +13,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from jupyter_ddl.core import kinds
 from jupyter_ddl.core.kinds import ROLES, Kind, replica_id
+from jupyter_ddl.core.placement import Resources
 from jupyter_ddl.core.strategies import CATALOG, Strategy, get_strategy
 from jupyter_ddl.core.trainer import RELEASES, RuntimeLayout, shipped_layout
 from jupyter_ddl.errors import ValidationError
-
-if TYPE_CHECKING:  # models builds on this module (JobSpec.shape)
-    from jupyter_ddl.models import JobSpec, Resources
 
 #: backend_options keys the Kubernetes backend fills at submit from what the cluster
 #: runs (the dry run from config): the Trainer release, and the runtime's layout
@@ -30,7 +28,36 @@ TRAINER_RELEASE_OPTION = "trainer_release"
 TRAINER_RUNTIME_OPTION = "trainer_runtime"
 
 
-def is_trainjob(spec: JobSpec) -> bool:
+class SpecFields(Protocol):
+    """The fields of ``jupyter_ddl.core.spec.JobSpec`` a shape is resolved from. Named here,
+    not imported: the spec builds on this module (``JobSpec.shape``), and a dependency
+    that points one way keeps the two free of an import cycle."""
+
+    @property
+    def strategy(self) -> str: ...
+    @property
+    def replicas(self) -> Mapping[str, Any]: ...
+    @property
+    def target(self) -> str | None: ...
+    @property
+    def runtime_ref(self) -> str | None: ...
+    @property
+    def nproc_per_node(self) -> int | None: ...
+    @property
+    def slots_per_worker(self) -> int: ...
+    @property
+    def backend_options(self) -> Mapping[str, Any]: ...
+    def resources_for(self, role: str) -> Resources: ...
+
+
+class Shaped(Protocol):
+    """A spec that resolves and keeps its own shape (``jupyter_ddl.core.spec.JobSpec``)."""
+
+    @property
+    def shape(self) -> JobShape: ...
+
+
+def is_trainjob(spec: SpecFields) -> bool:
     """Does ``spec`` target Trainer v2 (``target`` names the TrainJob kind)?"""
     return spec.target == kinds.TRAINJOB.name
 
@@ -181,7 +208,7 @@ def _not_a_count(role: str, n: Any) -> str | None:
     return None
 
 
-def try_resolve(spec: JobSpec) -> JobShape | None:
+def try_resolve(spec: Shaped) -> JobShape | None:
     """``spec.shape``, or None when the spec cannot be resolved (validation says why)."""
     try:
         return spec.shape
@@ -203,7 +230,7 @@ def fill_counts(
     return {**strategy.default_replicas(), **replicas}
 
 
-def resolve(spec: JobSpec) -> JobShape:
+def resolve(spec: SpecFields) -> JobShape:
     """Resolve ``spec``. Raises ValidationError when its strategy is unknown or a count is
     not a whole number ≥ 0; role rules (min/max) are validation's, so a shape exists for
     any spec the operators would accept."""
@@ -258,7 +285,7 @@ def resolve(spec: JobSpec) -> JobShape:
     )
 
 
-def trainer_release(spec: JobSpec) -> str | None:
+def trainer_release(spec: SpecFields) -> str | None:
     """The Trainer release a TrainJob is written for: what the backend found on the
     cluster (or the dry run's config), else the newest; an unknown name (validation
     reports it) counts as unset."""
@@ -266,7 +293,7 @@ def trainer_release(spec: JobSpec) -> str | None:
     return name if name in RELEASES else None
 
 
-def trainer_runtime(spec: JobSpec, strategy: Strategy, job_kind: Kind) -> RuntimeLayout:
+def trainer_runtime(spec: SpecFields, strategy: Strategy, job_kind: Kind) -> RuntimeLayout:
     """The runtime's layout: as read from the cluster at submit, else as Trainer ships it."""
     name = spec.runtime_ref or strategy.trainjob_runtime or "torch-distributed"
     stored = spec.backend_options.get(TRAINER_RUNTIME_OPTION)
@@ -306,7 +333,9 @@ def _ordered(roles: Mapping[str, int]) -> list[str]:
     return known + sorted(r for r in roles if r not in ROLES)
 
 
-def _nproc_per_node(spec: JobSpec, strategy: Strategy, resources: Mapping[str, Resources]) -> int:
+def _nproc_per_node(
+    spec: SpecFields, strategy: Strategy, resources: Mapping[str, Resources]
+) -> int:
     """Processes per replica: torch strategies run one per GPU (or ``nproc_per_node``);
     ``torch-dp`` drives every GPU from one process; TF and MPI ranks are one per replica."""
     if not strategy.process_per_gpu:
@@ -344,7 +373,7 @@ def _ranks(
     return ranks
 
 
-def _elastic_bounds(spec: JobSpec, counts: Mapping[str, int]) -> tuple[int, int]:
+def _elastic_bounds(spec: SpecFields, counts: Mapping[str, int]) -> tuple[int, int]:
     """(minReplicas, maxReplicas); both default to the Worker count. A bad option
     (validation reports it) counts as unset."""
     workers = counts.get("Worker", 0)

@@ -24,7 +24,13 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
+from jupyter_ddl.backends.local import LocalBackend
+from jupyter_ddl.backends.local.gpus import detect_gpus
+from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.errors import DDLError, GpuCheckFailed, ResourceError
+from jupyter_ddl.notebook.args import parse_line, spec_from_args
+from jupyter_ddl.present.state import format_resources
+from jupyter_ddl.validation import validate
 
 #: what NCCL logs when it has to guess a process's GPU (two wordings across versions)
 GUESS_WARNINGS = re.compile(
@@ -82,9 +88,6 @@ Row = tuple[str, str, str]  # check, PASS | FAIL | SKIP, detail
 
 class Checker:
     def __init__(self, timeout: float) -> None:
-        from jupyter_ddl.backends.local import LocalBackend
-        from jupyter_ddl.backends.local.gpus import detect_gpus
-
         self.backend = LocalBackend()
         self.gpus = detect_gpus()
         self.timeout = timeout
@@ -92,10 +95,6 @@ class Checker:
 
     def job(self, flags: str, code: str) -> tuple[str, list[str]]:
         """Run ``flags`` (as ``%%distribute`` takes them) on ``code``; (state, log lines)."""
-        from jupyter_ddl.core.bundle import build_bundle
-        from jupyter_ddl.notebook.args import parse_line, spec_from_args
-        from jupyter_ddl.validation import validate
-
         name = f"gpucheck-{os.urandom(3).hex()}"
         # no restarts: a failure shows at once, not after the backoff limit
         line = f"{flags} --backoff-limit 0"
@@ -155,10 +154,6 @@ class Checker:
     def gpu_resources(self) -> str:
         """A job that keeps its GPU busy: its status's resources (what `%ddl status`, the
         dashboard and the REST replica JSON show) carry the GPU's utilisation and memory."""
-        from jupyter_ddl.core.bundle import build_bundle
-        from jupyter_ddl.notebook.args import parse_line, spec_from_args
-        from jupyter_ddl.present.state import format_resources
-
         name = f"gpucheck-{os.urandom(3).hex()}"
         flags = "--strategy torch-ddp --replicas 1 --gpus 1 --backoff-limit 0"
         self.backend.submit(

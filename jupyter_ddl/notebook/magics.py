@@ -10,10 +10,11 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
+from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.core.names import cell_label, generate_name
 from jupyter_ddl.errors import (
     BackendUnavailable,
@@ -30,12 +31,13 @@ from jupyter_ddl.notebook.args import (
     spec_from_args,
 )
 from jupyter_ddl.notebook.capture.cell import Captured, capture_cell, history_of, read_requirements
+from jupyter_ddl.notebook.commands import run_command
 from jupyter_ddl.notebook.flags import DistributeArgs
 from jupyter_ddl.notebook.session import Session
+from jupyter_ddl.widgets.build_bar import BuildProgress
 from jupyter_ddl.widgets.dashboard import Dashboard, widgets_available
-
-if TYPE_CHECKING:
-    from jupyter_ddl.widgets.views import Slot
+from jupyter_ddl.widgets.form import DistributeForm
+from jupyter_ddl.widgets.views import DisplaySlot, JobSlots, Slot, widget_bundle
 
 
 @magics_class
@@ -94,10 +96,6 @@ class DDLMagics(Magics):
             )
 
     def _show_form(self, captured: Captured, args: DistributeArgs) -> None:
-
-        from jupyter_ddl.widgets.form import DistributeForm
-        from jupyter_ddl.widgets.views import DisplaySlot, JobSlots, widget_bundle
-
         # known now, while the cell runs: a click later comes without the cell's request
         cell_id, count = self.cell_id(), self.ip.execution_count
         slots: JobSlots | None = None
@@ -156,8 +154,6 @@ class DDLMagics(Magics):
         self, args: DistributeArgs, captured: Captured, cell_id: str | None
     ) -> tuple[Any, Any]:
         """(spec, bundle) of these flags and the captured code."""
-        from jupyter_ddl.core.bundle import build_bundle
-
         notebook = self.notebook()
         backend = args.backend or self.manager.config.backend
         name = args.name or self.job_name(cell_id)
@@ -241,7 +237,6 @@ class DDLMagics(Magics):
                 "--build-only: image building is not available in this install; "
                 "drop --build-only or install jupyter-ddl with the image builder"
             )
-        from jupyter_ddl.widgets.build_bar import BuildProgress
 
         built = build(spec, bundle, progress=BuildProgress(widgets=widgets_available(self.shell)))
         pushed = (
@@ -255,8 +250,6 @@ class DDLMagics(Magics):
     @line_magic
     def ddl(self, line: str) -> Any:
         """Jobs: ``%ddl list|status|attach|logs|cancel|delete|wait|strategies|config``."""
-        from jupyter_ddl.notebook.commands import run_command
-
         try:
             return run_command(self.session, line)
         except DDLError as e:

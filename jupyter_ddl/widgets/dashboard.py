@@ -16,7 +16,7 @@ from typing import Any
 from jupyter_ddl.config import Config
 from jupyter_ddl.errors import DDLError
 from jupyter_ddl.manager import JobManager
-from jupyter_ddl.models import JobEvent
+from jupyter_ddl.models import EventKind, JobEvent
 from jupyter_ddl.present.state import DashboardState
 from jupyter_ddl.widgets.follow import Follower
 from jupyter_ddl.widgets.views import DisplayFn, DisplaySlot, Slot, TextView, WidgetView
@@ -88,7 +88,6 @@ class Dashboard:
             status = self.manager.get(self.name, self.backend)
         except DDLError:
             return  # the watch reports it
-        from jupyter_ddl.models import EventKind
 
         self.state.apply(JobEvent(EventKind.STATUS, self.name, status=status))
 

@@ -19,19 +19,29 @@ from typing import Any
 from jupyter_ddl.backends.base import Backend, LogQuery
 from jupyter_ddl.backends.kubernetes import status as S
 from jupyter_ddl.backends.kubernetes.api_errors import from_api_exception
-from jupyter_ddl.backends.kubernetes.connection import SA_DIR, Connection, connect, require_client
+from jupyter_ddl.backends.kubernetes.capabilities import capabilities
+from jupyter_ddl.backends.kubernetes.connection import (
+    SA_DIR,
+    Connection,
+    connect,
+    notebook_pod_name,
+    require_client,
+)
 from jupyter_ddl.backends.kubernetes.logs import read_container
 from jupyter_ddl.backends.kubernetes.objects import CustomObjects
+from jupyter_ddl.backends.kubernetes.submit import notebook_pod, submit
 from jupyter_ddl.backends.kubernetes.watch import JobWatcher
 from jupyter_ddl.config import Config
 from jupyter_ddl.core.kinds import KINDS, Kind
 from jupyter_ddl.core.metrics import is_metric_line
 from jupyter_ddl.errors import JobNotFound, ValidationError
+from jupyter_ddl.image.plan import notebook_container_image
 from jupyter_ddl.manifests import LABEL_NOTEBOOK, MANAGED_SELECTOR
 from jupyter_ddl.manifests.common import label_value
 from jupyter_ddl.models import (
     Capabilities,
     CodeBundle,
+    EventKind,
     JobEvent,
     JobHandle,
     JobSpec,
@@ -110,8 +120,6 @@ class KubernetesBackend(Backend):
 
     # -- Backend --------------------------------------------------------------------------
     def submit(self, spec: JobSpec, bundle: CodeBundle) -> JobHandle:
-        from jupyter_ddl.backends.kubernetes.submit import submit
-
         done = submit(
             self.conn,
             self.config,
@@ -210,8 +218,6 @@ class KubernetesBackend(Backend):
     def _follow_logs(self, ref: Ref, name: str, replica: str | None, offset: int,
                      tail: int | None, stop: threading.Event | None,
                      raw: bool = False) -> Iterator[LogLine]:  # fmt: skip
-        from jupyter_ddl.models import EventKind
-
         floor: dict[str, int] = {}
         if tail is not None:  # where "the last tail lines" begin, per replica, right now
             for old in self._read_logs(ref, name, replica, 0, tail, raw):
@@ -255,9 +261,12 @@ class KubernetesBackend(Backend):
         _, obj = self._find(name)
         return S.submitted_spec(obj)
 
-    def capabilities(self) -> Capabilities:
-        from jupyter_ddl.backends.kubernetes.capabilities import capabilities
+    def notebook_image(self) -> str | None:
+        if notebook_pod_name() is None:
+            return None  # not in a Kubeflow notebook: no connection opened for nothing
+        return notebook_container_image(notebook_pod(self.conn))
 
+    def capabilities(self) -> Capabilities:
         return capabilities(self.conn, self.config)
 
     def close(self) -> None:

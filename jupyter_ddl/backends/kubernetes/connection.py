@@ -274,9 +274,13 @@ def connect(cfg: Config, *, kubeconfig: str | None = None, sa_dir: Path = SA_DIR
     namespace = (
         cfg.namespace or chosen_ns or service_account_namespace(sa_dir) or context_ns or "default"
     )
-    # A Kubeflow notebook server sets NB_PREFIX; its pod name is the hostname.
-    pod = os.environ.get("HOSTNAME") if os.environ.get("NB_PREFIX") else None
-    return Connection(api, namespace, cfg.kube_context, in_cluster, pod)
+    return Connection(api, namespace, cfg.kube_context, in_cluster, notebook_pod_name())
+
+
+def notebook_pod_name() -> str | None:
+    """The notebook's own pod when this is a Kubeflow notebook server (it sets
+    ``NB_PREFIX``; the pod name is the hostname), else None."""
+    return os.environ.get("HOSTNAME") if os.environ.get("NB_PREFIX") else None
 
 
 def _first_line(e: BaseException) -> str:

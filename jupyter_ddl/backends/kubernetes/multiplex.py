@@ -38,9 +38,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from jupyter_ddl.backends.kubernetes import logs
+from jupyter_ddl.backends.kubernetes.api_errors import from_api_exception
 from jupyter_ddl.backends.kubernetes.connection import Connection
 from jupyter_ddl.backends.kubernetes.items import Batch, one_line
-from jupyter_ddl.backends.kubernetes.logs import NOT_STARTED, read_container, split_timestamp
 from jupyter_ddl.backends.kubernetes.logstream import (
     FIRST_DELAY,
     MAX_DELAY,
@@ -159,8 +160,6 @@ class LogMultiplexer:
     def _open_stream(self, s: Stream) -> None:
         from kubernetes.client import ApiException
 
-        from jupyter_ddl.backends.kubernetes.api_errors import from_api_exception
-
         kwargs: dict[str, Any] = {"follow": True, "timestamps": True, "_preload_content": False,
                                   "_request_timeout": OPEN_TIMEOUT}  # fmt: skip
         if s.container:
@@ -184,7 +183,7 @@ class LogMultiplexer:
             )
         except ApiException as e:
             if e.status == 404 or (
-                e.status == 400 and any(m in str(e.body) for m in NOT_STARTED + ("not found",))
+                e.status == 400 and any(m in str(e.body) for m in logs.NOT_STARTED + ("not found",))
             ):
                 s.broken = True
                 return self._ended(s)  # not started yet, or gone: ask again
@@ -245,7 +244,7 @@ class LogMultiplexer:
         return None
 
     def _rest_of_previous(self, s: Stream) -> None:
-        lines = [x for x in read_container(self.conn, s.pod, s.container, previous=True,
+        lines = [x for x in logs.read_container(self.conn, s.pod, s.container, previous=True,
                                            stop=self._closed) if x]  # fmt: skip
         rest = [x for x in lines if s.take(*x)]
         if rest and not self._closed.is_set():
@@ -253,25 +252,23 @@ class LogMultiplexer:
         self._finish(s)
 
     def _read_previous(self, s: Stream) -> None:
-        lines = [x for x in read_container(self.conn, s.pod, s.container, previous=True,
+        lines = [x for x in logs.read_container(self.conn, s.pod, s.container, previous=True,
                                            stop=self._closed) if x]  # fmt: skip
         if lines and not self._closed.is_set():
             self.emit(s.rid, lines)
         self._finish(s)
 
     def _pump_blocking(self, s: Stream, resp: Any) -> None:
-        from jupyter_ddl.backends.kubernetes.logs import iter_lines
-
         batch: Batch = []
         try:
-            for line in iter_lines(resp, self._closed, marks=True):
+            for line in logs.iter_lines(resp, self._closed, marks=True):
                 if line is None:
                     if batch and not self.emit(s.rid, batch):
                         return
                     batch = []
                     continue
                 s.seen += 1
-                stamp, text = split_timestamp(line)
+                stamp, text = logs.split_timestamp(line)
                 if s.take(stamp, text):
                     batch.append((stamp, text))
             if batch:

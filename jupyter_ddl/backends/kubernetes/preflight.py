@@ -16,6 +16,9 @@ from jupyter_ddl.backends.kubernetes.connection import Connection
 from jupyter_ddl.config import Config
 from jupyter_ddl.core.kinds import Kind
 from jupyter_ddl.errors import BackendUnavailable, PermissionDenied, RegistryError
+from jupyter_ddl.image.credentials import CredentialStore
+from jupyter_ddl.image.reference import parse_reference
+from jupyter_ddl.image.registry import RegistryClient
 from jupyter_ddl.models import JobSpec
 
 Check = tuple[str, str, str, str]  # (verb, group, resource, subresource)
@@ -118,9 +121,6 @@ def check_image(cfg: Config, image: str) -> None:
     """When a registry is configured, the user's image must exist there."""
     if not cfg.registry:
         return
-    from jupyter_ddl.image.credentials import CredentialStore
-    from jupyter_ddl.image.reference import parse_reference
-    from jupyter_ddl.image.registry import RegistryClient
 
     ref = parse_reference(image)
     insecure = {h.split("://", 1)[-1].rstrip("/") for h in cfg.insecure_registries}

@@ -30,6 +30,7 @@ from jupyter_ddl.config import Config
 from jupyter_ddl.core.kinds import Kind, TrainJobKind
 from jupyter_ddl.core.shape import TRAINER_RELEASE_OPTION, TRAINER_RUNTIME_OPTION
 from jupyter_ddl.errors import DDLError, JobConflict, ValidationError
+from jupyter_ddl.image.builder import build_and_push
 from jupyter_ddl.image.plan import ImagePlan, notebook_container_image, plan_image
 from jupyter_ddl.manifests import ANNOTATION_SPEC, CODE_DIR, build_manifests, common, podgroup
 from jupyter_ddl.models import CodeBundle, JobSpec
@@ -54,31 +55,38 @@ def _image(cfg: Config, plan: ImagePlan, bundle: CodeBundle) -> tuple[str, bool 
     code from a ConfigMap (``pushed`` None)."""
     if plan.repository is None:
         return plan.base, None
-    from jupyter_ddl.image.builder import build_and_push
 
     built = build_and_push(bundle, base=plan.base, target_repo=plan.repository, config=cfg)
     return built.pull_ref, built.pushed
 
 
-def _notebook_pod(conn: Connection) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """The notebook's own pod and the namespace's PodDefaults, when in a Kubeflow notebook."""
+def notebook_pod(conn: Connection) -> dict[str, Any] | None:
+    """The notebook's own pod, when in a Kubeflow notebook and the API lets us read it:
+    the one read of it (submit, and the base image of a dry run or build)."""
     from kubernetes.client import ApiException
 
     if not conn.pod_name:
-        return None, []
+        return None
     try:
-        pod = conn.api.sanitize_for_serialization(
+        pod: dict[str, Any] = conn.api.sanitize_for_serialization(
             conn.client("CoreV1Api").read_namespaced_pod(conn.pod_name, conn.namespace)
         )
     except ApiException:
-        return None, []
+        return None
+    return pod
+
+
+def _poddefaults(conn: Connection) -> list[dict[str, Any]]:
+    """The namespace's PodDefaults (none where the CRD is absent)."""
+    from kubernetes.client import ApiException
+
     try:
         pds = conn.client("CustomObjectsApi").list_namespaced_custom_object(
             "kubeflow.org", "v1alpha1", conn.namespace, "poddefaults"
         )
     except ApiException:
-        pds = {"items": []}  # PodDefault CRD absent: nothing to copy
-    return pod, pds.get("items") or []
+        return []  # PodDefault CRD absent: nothing to copy
+    return pds.get("items") or []
 
 
 def _gpu_asks(spec: JobSpec) -> dict[str, tuple[int, int]]:
@@ -127,7 +135,8 @@ def submit(
             f"submitting {kind}: a job named {spec.name!r} exists already in namespace {conn.namespace}",
             hint="choose another name, or `%ddl delete` the old job",
         )
-    pod, poddefaults = _notebook_pod(home)
+    pod = notebook_pod(home)
+    poddefaults = _poddefaults(home) if pod is not None else []
     bad_image = image_problems(spec, notebook_container_image(pod), cfg.base_images.get("mpi"))
     if bad_image:
         raise ValidationError(bad_image)
