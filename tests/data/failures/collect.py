@@ -93,7 +93,7 @@ CASES = {
 
 
 def run(case: str, root: Path) -> dict:
-    from jupyter_ddl.bundle import build_bundle
+    from jupyter_ddl.core.bundle import build_bundle
 
     from jupyter_ddl.manager import JobManager
     from jupyter_ddl.models import JobSpec, RestartPolicy
