@@ -86,7 +86,7 @@ def language() -> str:
 
 
 @cache
-def catalog(code: str) -> Catalog:
+def translations(code: str) -> Catalog:
     """The catalog of a shipped language (English: an empty one)."""
     return load(code.replace("-", "_")) if code != "en" else Catalog([])
 
@@ -94,7 +94,7 @@ def catalog(code: str) -> Catalog:
 def tr(message: str, **fields: Any) -> str:
     """``message`` in the current language, its ``{fields}`` filled in; the English
     when the catalog has no translation."""
-    text = catalog(language()).gettext(message)
+    text = translations(language()).gettext(message)
     return text.format(**fields) if fields else text
 
 
