@@ -13,7 +13,7 @@ from jupyter_ddl import i18n
 from jupyter_ddl.i18n import catalog, extract
 
 REPO = Path(__file__).resolve().parents[2]
-MARKED = extract.messages()
+MARKED = extract.all_messages()  # the package's and the lab extension's
 CODES = extract.codes()
 
 
@@ -32,9 +32,11 @@ def test_the_package_marks_the_messages_a_learner_sees():
         "Failed",
         "root cause: {replica} failed first: {summary}",
         "Replicas (total)",
+        "Training jobs",  # the sidebar
+        "GPUs per replica",  # the lab's form
     ):
         assert message in MARKED
-    assert len(MARKED) >= 80
+    assert len(MARKED) >= 120
 
 
 @pytest.mark.parametrize("code", CODES)
@@ -131,3 +133,44 @@ def test_the_term_check_reads_the_glossary():
     assert _term("ko", "replica") == "레플리카"
     assert _term("zh_Hant", "job") == "作業"
     assert _term("ja", "dry run") == "ドライラン"
+
+
+# -- the JupyterLab extension's catalogs ----------------------------------------------------
+@pytest.mark.parametrize("code", CODES)
+def test_the_lab_catalogs_are_written_from_the_po_files(code):
+    path = extract.lab_path(code)
+    assert path.read_text(encoding="utf-8") == extract.lab_text(code), (
+        f"{path} is stale: run `python -m jupyter_ddl.i18n.extract`"
+    )
+    data = extract.lab_catalog(code)
+    assert set(data) - {""} == set(extract.lab_messages())  # every sidebar/form string
+
+
+def test_the_lab_sources_mark_the_sidebar_and_form_strings():
+    lab = extract.lab_messages()
+    assert {"Training jobs", "Filter jobs", "Distribute this cell", "More flags"} <= set(lab)
+    assert "Proposed from the notebook's imports: %1." in lab  # a quote inside the string
+    assert extract.fields("Open job %1, %2") == {"%1", "%2"}
+
+
+def test_jupyterlab_server_serves_the_catalog_of_the_language_pack_set(monkeypatch):
+    """jupyterlab_server reads our catalogs through the `jupyterlab.locale` entry point,
+    the way it does for any extension; the entry point itself is pyproject's."""
+    tu = pytest.importorskip("jupyterlab_server.translation_utils")
+    import importlib
+
+    pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    declared = re.search(
+        r'\[project.entry-points."jupyterlab.locale"\]\njupyter_ddl = "([\w.]+)"', pyproject
+    )
+    assert declared is not None, "pyproject.toml lacks the jupyterlab.locale entry point"
+    module = declared.group(1)
+    folder = str(Path(importlib.import_module(module).__file__).parent)
+    monkeypatch.setattr(tu, "_get_installed_package_locales", lambda: ({"jupyter_ddl": folder}, ""))
+    data, message = tu.get_installed_packages_locale("ko_KR")
+    assert message == ""
+    assert data["jupyter_ddl"]["Training jobs"] == ["학습 작업"]
+    assert data["jupyter_ddl"][""]["language"] == "ko-KR"
+    assert tu.get_installed_packages_locale("zh_TW")[0]["jupyter_ddl"]["Training jobs"] == [
+        "訓練作業"
+    ]
