@@ -195,6 +195,10 @@ def last_line(name, replica):
     return lines[-1] if lines else ""
 
 
+# a busy laptop may still be importing torch after 8 s: a slow start is not a hang
+deadline = time.time() + 120
+while "entering all_reduce" not in last_line(hung, "master-0") and time.time() < deadline:
+    time.sleep(0.5)
 hang_states = replicas(hung)
 stuck = [rid for rid in hang_states if "entering all_reduce" not in last_line(hung, rid)]
 print("running:", hang_states, "stuck before the collective:", stuck)
