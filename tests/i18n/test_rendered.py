@@ -101,3 +101,22 @@ def test_argparse_refusals_we_know_are_translated_and_others_pass_through():
     with pytest.raises(ValidationError, match="인자 --replicas/-n: 값이 하나 필요합니다"):
         build_parser().parse_words(["--replicas"])
     assert argparse_words("something argparse says one day") == "something argparse says one day"
+
+
+@pytest.mark.parametrize(
+    ("code", "said"),
+    [
+        ("en", "--gpus -1: give 0 or more per replica"),
+        ("ko", "--gpus -1: 레플리카당 0 이상을 지정하세요"),
+        ("ja", "--gpus -1: レプリカあたり 0 以上を指定してください"),
+        ("zh-Hans", "--gpus -1: 每个副本的数量须为 0 或更多"),
+        ("zh-Hant", "--gpus -1: 每個副本的數量須為 0 或更多"),
+    ],
+)
+def test_an_out_of_range_flag_in_each_language(code, said):
+    from jupyter_ddl.notebook.args import parse_line, spec_from_args
+
+    i18n.choose(code)
+    with pytest.raises(ValidationError) as e:
+        spec_from_args(parse_line("--strategy torch-ddp --gpus -1"), name="n", backend="local")
+    assert str(e.value) == said
