@@ -80,6 +80,9 @@ class Config:
     # How long a warm replica interpreter (torch imported, replicas forked from it)
     # waits for the next torch job before it exits; 0: none, every job starts cold.
     local_warm_seconds: float = 600.0
+    # The language of what the magics print (en, ko, ja, zh-Hans, zh-Hant); None: the
+    # kernel's locale (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), else English.
+    language: str | None = None
 
     def set(self, key: str, value: str) -> None:
         """Set one key from text (``%ddl config key=value``); ValidationError (one
@@ -252,6 +255,13 @@ def _is_python3(program: str) -> bool:
     return _PYTHONS[seen]
 
 
+def _language(key: str, value: str | None) -> None:
+    from jupyter_ddl.i18n import LANGUAGES, normalize
+
+    if value is not None and normalize(value) is None:
+        raise _problem(key, f"{value!r} is no language shipped ({', '.join(LANGUAGES)})", "ko")
+
+
 def _env_names(key: str, value: list[str]) -> None:
     bad = [v for v in value if not is_env_name(v) or "=" in v]
     if bad:
@@ -284,6 +294,7 @@ _RULES: dict[str, _Rule] = {
     "teardown_timeout": _Rule("float", low=1, cap=86400, example="600"),
     "local_warm_seconds": _Rule("float", low=0, cap=7 * 86400, example="1800"),
     "trainer_release": _Rule("text", optional=True, example="v2.1.0", extra=_trainer_release),
+    "language": _Rule("text", optional=True, example="ko", extra=_language),
 }
 assert set(_RULES) == {f.name for f in fields(Config)}, "every config key needs a rule"
 

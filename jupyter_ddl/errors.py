@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from jupyter_ddl.i18n import tr
+
 
 class DDLError(Exception):
     """Base of every error this package raises on purpose."""
@@ -49,9 +51,12 @@ class JobNotFound(DDLError):
         """A replica name that is not one of the job's: every surface answers this."""
         shown = replica if len(replica) <= 60 else replica[:60] + "…"
         return cls(
-            f"job {job!r} has no replica {shown!r}; its replicas: {', '.join(known) or 'none'}",
-            hint=f"`%ddl status {job}` lists them",
-        )
+            tr(
+                "job {job!r} has no replica {replica!r}; its replicas: {known}",
+                job=job, replica=shown, known=", ".join(known) or tr("none"),
+            ),
+            hint=tr("`%ddl status {job}` lists them", job=job),
+        )  # fmt: skip
 
 
 class JobConflict(DDLError):
@@ -124,9 +129,11 @@ class JobFailed(DDLError):
         lines`` (``root``: the diagnosis' root-cause replica, when known)."""
         where = f" --replica {root.replica}" if root is not None else ""
         return cls(
-            f"job {name} failed: {message or 'a replica failed'}; "
-            f"`%ddl logs {name}{where}` shows every line"
-        )
+            tr(
+                "job {name} failed: {cause}; `%ddl logs {name}{where}` shows every line",
+                name=name, cause=message or tr("a replica failed"), where=where,
+            )
+        )  # fmt: skip
 
 
 class ShownError(Exception):

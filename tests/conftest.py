@@ -1,6 +1,13 @@
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# The suite checks the product's English wording (the source of its messages): a
+# developer's Korean or Japanese locale must not change what the kernels it starts print.
+# The language tests (tests/i18n, tests/notebook/test_language.py) set their own.
+os.environ["LANGUAGE"] = "en"
 
 # jp_fetch / jp_serverapp for tests/server (plugins may only be named at the top level)
 pytest_plugins = ["pytest_jupyter.jupyter_server"]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from jupyter_ddl.core.kinds import MPIJOB, PYTORCHJOB, TFJOB, Kind
 from jupyter_ddl.errors import ValidationError
+from jupyter_ddl.i18n import tr
 
 
 @dataclass(frozen=True)
@@ -263,7 +264,8 @@ def get_strategy(name: str) -> Strategy:
     except KeyError:
         known = ", ".join(CATALOG)
         raise ValidationError(
-            f"strategy: unknown strategy {name!r}; choose one of: {known}"
+            "strategy: "
+            + tr("unknown strategy {name!r}; choose one of: {known}", name=name, known=known)
         ) from None
 
 

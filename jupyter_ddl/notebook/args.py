@@ -12,6 +12,7 @@ import shlex
 from jupyter_ddl.core.shape import MAX_REPLICAS, fill_counts, short_count, too_many
 from jupyter_ddl.core.strategies import Strategy, get_strategy
 from jupyter_ddl.errors import ValidationError
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.models import GangScheduling, JobSpec, Resources, RestartPolicy
 from jupyter_ddl.notebook.flags import DistributeArgs, build_parser, role_flags, spec_copies
 
@@ -51,11 +52,11 @@ def _check_timeout(args: DistributeArgs) -> None:
     if args.timeout is None:
         return
     if not args.timeout > 0:  # also NaN
-        raise ValidationError(f"--timeout {args.timeout:g}: give the seconds to wait, above 0")
+        said = tr("give the seconds to wait, above 0")
+        raise ValidationError(f"--timeout {args.timeout:g}: {said}")
     if not args.wait:
-        raise ValidationError(
-            f"--timeout {args.timeout:g} bounds how long --wait waits; add --wait or drop --timeout"
-        )
+        said = tr("bounds how long --wait waits; add --wait or drop --timeout")
+        raise ValidationError(f"--timeout {args.timeout:g} {said}")
 
 
 #: parts of a variable name that say its value is a secret
@@ -95,10 +96,11 @@ def role_counts(strategy: Strategy, args: DistributeArgs) -> dict[str, int]:
     given = {role: n for role, n in explicit.items() if n is not None}
     for role in given:
         if strategy.rule(role) is None:
-            raise ValidationError(
-                f"{_role_flag(role)}: {strategy.name} has no {role} role "
-                f"(roles: {', '.join(strategy.role_names)}); drop the flag"
-            )
+            said = tr(
+                "{strategy} has no {role} role (roles: {roles}); drop the flag",
+                strategy=strategy.name, role=role, roles=", ".join(strategy.role_names),
+            )  # fmt: skip
+            raise ValidationError(f"{_role_flag(role)}: {said}")
     counts = fill_counts(strategy.name, given, None)
     # before the fill arithmetic and every per-replica step after it
     if args.replicas is not None and args.replicas > MAX_REPLICAS:
@@ -171,8 +173,9 @@ def _restart_policy(value: str | None) -> RestartPolicy | None:
         return None
     policy = _POLICIES.get(value.lower())
     if policy is None:
+        choices = ", ".join(p.value for p in RestartPolicy)
         raise ValidationError(
-            f"--restart-policy {value!r}: choose one of {', '.join(p.value for p in RestartPolicy)}"
+            f"--restart-policy {value!r}: " + tr("choose one of {choices}", choices=choices)
         )
     return policy
 
@@ -180,7 +183,7 @@ def _restart_policy(value: str | None) -> RestartPolicy | None:
 def _resources(strategy: Strategy, args: DistributeArgs) -> tuple[Resources, dict[str, Resources]]:
     for flag, n in (("--gpus", args.gpus), ("--tpus", args.tpus)):
         if n < 0:
-            raise ValidationError(f"{flag} {n}: give 0 or more per replica")
+            raise ValidationError(f"{flag} {n}: " + tr("give 0 or more per replica"))
     default = Resources(cpu=args.cpu, memory=args.memory, gpu=args.gpus, tpu=args.tpus)
     # Roles that cannot use accelerators (PS, MPI launcher) get none rather than an error.
     per_role = {
@@ -206,7 +209,7 @@ def spec_from_args(
     (generated name, configured default backend). Raises ValidationError."""
     if not args.strategy:
         raise ValidationError(
-            "--strategy is missing; add --strategy NAME (`%ddl strategies` lists them)"
+            "--strategy " + tr("is missing; add --strategy NAME (`%ddl strategies` lists them)")
         )
     strategy = get_strategy(args.strategy)
     default, per_role = _resources(strategy, args)

@@ -9,24 +9,37 @@ import shlex
 import time
 from typing import Any
 
+from jupyter_ddl import i18n
 from jupyter_ddl.config import Config, save_config
 from jupyter_ddl.core.strategies import FRAMEWORKS, by_framework
 from jupyter_ddl.errors import JobFailed, ValidationError
+from jupyter_ddl.i18n import N_, tr
 from jupyter_ddl.models import JobState, JobStatus
 from jupyter_ddl.notebook.flags import RaisingParser
 from jupyter_ddl.notebook.session import Session
 from jupyter_ddl.present.clip import clip
 from jupyter_ddl.present.state import DashboardState
-from jupyter_ddl.present.text import diagnosis_of, header_text, root_cause_text, table_text
+from jupyter_ddl.present.text import (
+    diagnosis_of,
+    header_text,
+    localized_message,
+    pad,
+    root_cause_text,
+    state_word,
+    table_text,
+    width,
+)
 
-COMMANDS = ("list", "status", "attach", "logs", "cancel", "delete", "wait", "strategies", "config")
+COMMANDS = (
+    "list", "status", "attach", "logs", "cancel", "delete", "wait", "strategies", "config", "lang",
+)  # fmt: skip
 
 
 def usage() -> str:
     return (
         "%ddl list | status [NAME] | attach [NAME] | logs [NAME] [--replica R] [--tail N] | "
         "cancel [NAME] | delete [NAME] | wait [NAME] [--timeout S] | strategies | "
-        "config [key=value ...]  (NAME defaults to the job this kernel started last)"
+        "config [key=value ...] | lang [en|ko|ja|zh-Hans|zh-Hant|auto]  (NAME defaults to the job this kernel started last)"
     )
 
 
@@ -41,7 +54,12 @@ def run_command(session: Session, line: str) -> Any:
     command, rest = words[0], words[1:]
     if command not in COMMANDS:
         raise ValidationError(
-            f"%ddl: unknown command {command!r}; use one of: {', '.join(COMMANDS)}"
+            "%ddl: "
+            + tr(
+                "unknown command {command!r}; use one of: {commands}",
+                command=command,
+                commands=", ".join(COMMANDS),
+            )
         )
     return _HANDLERS[command](session, rest)
 
@@ -54,7 +72,7 @@ def _named(
     session: Session, command: str, rest: list[str], *extra: tuple[str, type]
 ) -> argparse.Namespace:
     """Parse ``NAME [flags]``; without NAME, the job this kernel started last."""
-    p = RaisingParser(prog=f"%ddl {command}", hint="`%ddl help` lists the commands")
+    p = RaisingParser(prog=f"%ddl {command}", hint=N_("`%ddl help` lists the commands"))
     p.add_argument("name", nargs="?")
     for flag, kind in extra:
         p.add_argument(flag, type=kind)
@@ -68,9 +86,8 @@ def _named(
             )
     if args.name is None:
         if session.last_job is None:
-            raise ValidationError(
-                f"%ddl {command}: no job started in this kernel yet; give its NAME (`%ddl list`)"
-            )
+            said = tr("no job started in this kernel yet; give its NAME (`%ddl list`)")
+            raise ValidationError(f"%ddl {command}: {said}")
         args.name = session.last_job
     return args
 
@@ -90,23 +107,28 @@ def _list(session: Session, rest: list[str]) -> None:
         print(down.line)
 
 
+_LIST_COLUMNS = (
+    N_("name"), N_("backend"), N_("strategy"), N_("state"), N_("ready"), N_("age"), N_("from")
+)  # fmt: skip
+
+
 def _print_jobs(jobs: list[JobStatus]) -> None:
     if not jobs:
-        print("no jobs yet; `%%distribute --strategy NAME` starts one")
+        print(tr("no jobs yet; `%%distribute --strategy NAME` starts one"))
         return
-    rows = [("name", "backend", "strategy", "state", "ready", "age", "from")]
+    rows = [tuple(tr(c) for c in _LIST_COLUMNS)]
     now = time.time()
     for j in jobs:
         # a job file from a clock ahead of ours is not from the future: age 0
-        age = f"{max(0.0, now - j.created) / 60:.0f} min" if j.created else ""
-        state = j.state.value
+        age = tr("{n} min", n=f"{max(0.0, now - j.created) / 60:.0f}") if j.created else ""
+        state = state_word(j.state.value)
         if j.message and j.message.startswith("unreadable: "):  # which file, not a guess
             state = j.message.split(" (", 1)[0].split(";", 1)[0]
         ready = f"{j.ready}/{len(j.replicas)}"
         rows.append((j.name, j.backend, j.strategy, state, ready, age, _origin(j)))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    widths = [max(width(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+        print("  ".join(pad(c, w) for c, w in zip(r, widths, strict=True)).rstrip())
 
 
 def _origin(job: JobStatus) -> str:
@@ -187,7 +209,8 @@ def _wait(session: Session, rest: list[str]) -> None:
     print(status_text(status))
     if status.state == JobState.FAILED:
         root = diagnosis_of(DashboardState.of_status(status))
-        raise JobFailed.of(a.name, status.message, root.root if root else None)
+        message = localized_message(status.message, root)
+        raise JobFailed.of(a.name, message, root.root if root else None)
 
 
 def _strategies(session: Session, rest: list[str]) -> None:
@@ -214,8 +237,30 @@ def _config(session: Session, rest: list[str]) -> None:
         for f in dataclasses.fields(cfg):
             setattr(cfg, f.name, getattr(trial, f.name))
         save_config(cfg)
+        i18n.configure(i18n.normalize(cfg.language) if cfg.language else None)
     for key, value in sorted(cfg.to_dict().items()):
         print(f"{key} = {value!r}")
+
+
+def _lang(session: Session, rest: list[str]) -> None:
+    """``%ddl lang ko``: this kernel's messages in Korean (``auto``: back to the config's
+    ``language``, else the kernel's locale); without a code, the language now."""
+    if len(rest) > 1:
+        raise ValidationError(
+            tr("%ddl lang: give one language ({codes}) or auto", codes=", ".join(i18n.LANGUAGES))
+        )
+    if rest:
+        code = None if rest[0] == "auto" else i18n.normalize(rest[0])
+        if code is None and rest[0] != "auto":
+            raise ValidationError(
+                tr(
+                    "%ddl lang: {value!r} is no language shipped; give one of {codes} or auto",
+                    value=rest[0],
+                    codes=", ".join(i18n.LANGUAGES),
+                )
+            )
+        i18n.choose(code)
+    print(tr("language: {code}", code=i18n.language()))
 
 
 _HANDLERS = {
@@ -228,4 +273,5 @@ _HANDLERS = {
     "wait": _wait,
     "strategies": _strategies,
     "config": _config,
+    "lang": _lang,
 }

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import shlex
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from jupyter_ddl.errors import ValidationError
+from jupyter_ddl.i18n import N_, tr
 
 #: the ipywidgets form's field for a flag, an attribute of the form named as the flag's
 #: field: a text box (empty: not given), a number, a drop-down, a check box (checked:
@@ -168,16 +170,37 @@ class RaisingParser(argparse.ArgumentParser):
         self.hint = hint
 
     def error(self, message: str) -> typing.NoReturn:
-        raise ValidationError(f"{self.prog}: {message}; {self.hint}")
+        raise ValidationError(f"{self.prog}: {argparse_words(message)}; {tr(self.hint)}")
 
     def parse_words(self, words: list[str]) -> argparse.Namespace:
         """Parse, then refuse a one-value flag given twice; ValidationError on both."""
         try:
             ns = self.parse_args(words)
         except argparse.ArgumentError as e:
-            raise ValidationError(f"{self.prog}: {e}; {self.hint}") from None
+            raise ValidationError(
+                f"{self.prog}: {argparse_words(str(e))}; {tr(self.hint)}"
+            ) from None
         check_repeats(self, words, self.prog)
         return ns
+
+
+# argparse's own refusals (Python 3.10 to 3.13 word them so), in the learner's language
+_ARGPARSE = [
+    (re.compile(r"unrecognized arguments: (?P<words>.*)", re.S), N_("unrecognized arguments: {words}")),
+    (re.compile(r"argument (?P<flag>\S+): invalid (?P<type>\w+) value: (?P<value>.*)", re.S), N_("argument {flag}: invalid {type} value: {value}")),
+    (re.compile(r"argument (?P<flag>\S+): invalid choice: (?P<value>.*?) \(choose from (?P<choices>.*)\)", re.S), N_("argument {flag}: invalid choice: {value} (choose from {choices})")),
+    (re.compile(r"argument (?P<flag>\S+): expected one argument", re.S), N_("argument {flag}: expected one argument")),
+    (re.compile(r"the following arguments are required: (?P<words>.*)", re.S), N_("the following arguments are required: {words}")),
+]  # fmt: skip
+
+
+def argparse_words(message: str) -> str:
+    """argparse's message in the current language (as it is when it is none we know)."""
+    for pattern, said in _ARGPARSE:
+        m = pattern.fullmatch(message)
+        if m:
+            return tr(said, **m.groupdict())
+    return message
 
 
 def check_repeats(parser: argparse.ArgumentParser, words: list[str], prog: str) -> None:
@@ -192,16 +215,18 @@ def check_repeats(parser: argparse.ArgumentParser, words: list[str], prog: str) 
         if action is None or isinstance(action, argparse._AppendAction):
             continue
         if action.dest in seen:
-            raise ValidationError(
-                f"{prog}: {seen[action.dest]} is given twice ({flag_word} again); give it once"
-            )
+            said = tr(
+                "{first} is given twice ({again} again); give it once",
+                first=seen[action.dest], again=flag_word,
+            )  # fmt: skip
+            raise ValidationError(f"{prog}: {said}")
         seen[action.dest] = flag_word
 
 
 def build_parser(epilog: str = "") -> RaisingParser:
     p = RaisingParser(
         prog="%%distribute",
-        hint="`%%distribute --help` lists the flags",
+        hint=N_("`%%distribute --help` lists the flags"),
         description="Run this cell as a distributed training job.",
         epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,

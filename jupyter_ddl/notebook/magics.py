@@ -14,6 +14,8 @@ from typing import Any
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
+from jupyter_ddl import i18n
+from jupyter_ddl.config import load_config
 from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.core.names import cell_label, generate_name
 from jupyter_ddl.errors import (
@@ -273,4 +275,8 @@ def load(ipython: Any, manager: JobManager | None = None) -> DDLMagics:
     """Register the magics on ``ipython``; ``manager`` replaces the default one (tests)."""
     magics = DDLMagics(ipython, manager=manager)
     ipython.register_magics(magics)
+    # the config's language, read where the config is (a broken file leaves the locale)
+    config = manager.config if manager is not None else load_config(warn=lambda line: None)
+    language = config.language
+    i18n.configure(i18n.normalize(language) if language else None)
     return magics

@@ -8,7 +8,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from jupyter_ddl.errors import JobFailed
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.models import JobState
+from jupyter_ddl.present.text import localized_message
 from jupyter_ddl.widgets.dashboard import Dashboard
 
 if TYPE_CHECKING:
@@ -54,14 +56,22 @@ class Session:
             done = dash.wait(timeout)
         except KeyboardInterrupt:
             print(
-                f"stopped waiting; {dash.name} keeps running (`%ddl cancel {dash.name}` stops it)"
+                tr(
+                    "stopped waiting; {name} keeps running (`%ddl cancel {name}` stops it)",
+                    name=dash.name,
+                )
             )
             return
         if not done:
             print(
-                f"{dash.name} is still running after {timeout:g} s; `%ddl wait {dash.name}` waits again"
-            )
+                tr(
+                    "{name} is still running after {seconds} s; `%ddl wait {name}` waits again",
+                    name=dash.name, seconds=f"{timeout:g}",
+                )
+            )  # fmt: skip
             return
         state = dash.state
         if state.state == JobState.FAILED.value:
-            raise JobFailed.of(dash.name, state.message, state.diagnosis().root)
+            found = state.diagnosis()
+            message = localized_message(state.message, found)
+            raise JobFailed.of(dash.name, message, found.root)

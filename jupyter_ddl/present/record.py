@@ -11,9 +11,11 @@ replaces the live view instead of following it.
 
 from __future__ import annotations
 
+import re
 from html import escape
 from typing import Any
 
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.present.chart import svg_charts
 from jupyter_ddl.present.state import DashboardState
 from jupyter_ddl.present.text import (
@@ -34,14 +36,19 @@ PER_REPLICA = 40
 
 
 def attach_line(name: str) -> str:
-    return f"`%ddl attach {name}` follows this job again; `%ddl logs {name}` shows every line"
+    return tr(
+        "`%ddl attach {name}` follows this job again; `%ddl logs {name}` shows every line",
+        name=name,
+    )
 
 
 def lines_title(kept: int, total: int) -> str:
     """``1 line``, ``all 3 lines``, ``last 5 of 40 lines``: a replica log's size in words."""
     if total <= 1:
-        return f"{total} line" if total == 1 else "no lines"
-    return f"all {total} lines" if kept >= total else f"last {kept} of {total} lines"
+        return tr("1 line") if total == 1 else tr("no lines")
+    if kept >= total:
+        return tr("all {total} lines", total=total)
+    return tr("last {kept} of {total} lines", kept=kept, total=total)
 
 
 def _replica_order(st: DashboardState, root: str | None) -> list[str]:
@@ -69,11 +76,8 @@ def record_bundle(st: DashboardState, per_replica: int = PER_REPLICA) -> dict[st
             f"</summary>{replica_log_html(st, rid, n)}</details>"
         )
     texts.append(attach_line(st.name))
-    attach = (
-        f"<div class='ddl-attach' style='{MUTED};margin-top:4px'><code>%ddl attach "
-        f"{escape(st.name)}</code> follows this job again; <code>%ddl logs {escape(st.name)}"
-        f"</code> shows every line</div>"
-    )
+    said = re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(attach_line(st.name)))
+    attach = f"<div class='ddl-attach' style='{MUTED};margin-top:4px'>{said}</div>"
     html = (
         f"<div class='ddl-record' data-job='{escape(st.name)}' data-state='{escape(st.state)}'>"
         f"<div>{header_html(st)}</div>{root_cause_html(found)}{table_html(st)}{chart}"

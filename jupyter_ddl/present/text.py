@@ -9,10 +9,13 @@ fallbacks, and no scripts: exported or reopened notebooks (nbviewer, GitHub) sho
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from html import escape
 from typing import Any
 
 from jupyter_ddl.core.failures import Diagnosis
+from jupyter_ddl.i18n import N_, tr
 from jupyter_ddl.present.chart import svg_charts
 from jupyter_ddl.present.state import DashboardState, format_elapsed, format_resources
 
@@ -27,12 +30,40 @@ FG = "color:var(--jp-ui-font-color1,inherit)"
 MUTED = "color:var(--jp-ui-font-color2,#777)"
 RED = "#d62728"
 
+#: a job's or replica's state as a learner reads it (the data stays English)
+_STATE_WORDS = {
+    "Pending": N_("Pending"),
+    "Starting": N_("Starting"),
+    "Running": N_("Running"),
+    "Restarting": N_("Restarting"),
+    "Succeeded": N_("Succeeded"),
+    "Failed": N_("Failed"),
+    "Cancelled": N_("Cancelled"),
+    "Terminated": N_("Terminated"),
+    "Unknown": N_("Unknown"),
+}
+
+
+def state_word(state: str) -> str:
+    """``Failed`` in the current language (a state it does not know, as it is)."""
+    return tr(_STATE_WORDS[state]) if state in _STATE_WORDS else state
+
+
+def width(text: str) -> int:
+    """Columns ``text`` takes in a terminal: a wide (CJK) character takes two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def pad(text: str, columns: int) -> str:
+    """``text`` filled with spaces to ``columns`` terminal columns."""
+    return text + " " * max(0, columns - width(text))
+
 
 def restarts_text(st: DashboardState) -> str:
     """``restarts 2 of 3``: every replica's restarts against the one backoff limit."""
     if st.backoff_limit is None:
-        return f"restarts {st.restarts}" if st.restarts else ""
-    return f"restarts {st.restarts} of {st.backoff_limit} (backoff limit)"
+        return tr("restarts {n}", n=st.restarts) if st.restarts else ""
+    return tr("restarts {n} of {limit} (backoff limit)", n=st.restarts, limit=st.backoff_limit)
 
 
 def source_text(st: DashboardState) -> str:
@@ -69,11 +100,11 @@ def job_message(st: DashboardState) -> str | None:
 
 
 def header_text(st: DashboardState, now: float | None = None) -> str:
-    parts = [st.name, st.strategy or "?", st.backend or "?", st.state]
+    parts = [st.name, st.strategy or "?", st.backend or "?", state_word(st.state)]
     parts += [format_elapsed(st.elapsed(now)), restarts_text(st), source_text(st), image_text(st)]
     line = " · ".join(p for p in parts if p) + "".join(f" — {t}" for t in notes(st))
     if st.detached:
-        line += f" — detached (`%ddl attach {st.name}` follows it again)"
+        line += " — " + tr("detached (`%ddl attach {name}` follows it again)", name=st.name)
     return line
 
 
@@ -81,7 +112,8 @@ def header_html(st: DashboardState, now: float | None = None) -> str:
     color = _STATE_COLORS.get(st.state, "#333")
     extra = "".join(f" <span>— {escape(t)}</span>" for t in notes(st))
     if st.detached:
-        extra += f" <span>— detached (<code>%ddl attach {escape(st.name)}</code> follows it again)</span>"
+        said = escape(tr("detached (`%ddl attach {name}` follows it again)", name=st.name))
+        extra += f" <span>— {_code(said)}</span>"
     more = "".join(
         f" · <span style='{MUTED}'>{escape(t)}</span>"
         for t in (restarts_text(st), source_text(st), image_text(st))
@@ -90,8 +122,13 @@ def header_html(st: DashboardState, now: float | None = None) -> str:
     return (
         f"<b>{escape(st.name)}</b> · {escape(st.strategy or '?')} · {escape(st.backend or '?')} · "
         f'<b class="ddl-state" data-state="{escape(st.state)}" style="color:{color}">'
-        f"{escape(st.state)}</b> · {format_elapsed(st.elapsed(now))}{more}{extra}"
+        f"{escape(state_word(st.state))}</b> · {format_elapsed(st.elapsed(now))}{more}{extra}"
     )
+
+
+def _code(text: str) -> str:
+    """Escaped text with its `backticks` as <code> (a translated hint keeps its code)."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
 
 
 # -- the root cause ------------------------------------------------------------------------
@@ -101,13 +138,47 @@ def diagnosis_of(st: DashboardState) -> Diagnosis | None:
     return found if found.root is not None else None
 
 
+def cause_line(found: Diagnosis) -> str:
+    """``Diagnosis.line`` in the current language (the same text in English)."""
+    if found.root is None:
+        return ""
+    root = found.root
+    text = tr("{replica} failed first: {summary}", replica=root.label, summary=root.summary)
+    if root.exception is None and root.tail:  # no exception: what it said last
+        said = " | ".join(t.strip() for t in root.tail[-3:])
+        text += " " + tr("(last lines: {lines})", lines=said)
+    follow = [f"{c.label} ({c.symptom or c.summary})" for c in found.consequences]
+    if follow:
+        text += tr("; then {replicas}", replicas=", ".join(follow))
+    return text
+
+
+def localized_message(message: str | None, found: Diagnosis | None) -> str | None:
+    """A failed job's message with its root-cause line (which the backend wrote in
+    English) in the current language; the rest (the operator's reason) as it is."""
+    if message and found is not None and found.root is not None:
+        line = found.line
+        if message.startswith(line):
+            return cause_line(found) + message[len(line) :]
+    return message
+
+
 def root_cause_text(found: Diagnosis | None) -> str:
     if found is None or found.root is None:
         return ""
     root = found.root
-    out = [f"root cause: {root.label} failed first: {root.summary}"]
+    out = [
+        tr(
+            "root cause: {replica} failed first: {summary}",
+            replica=root.label,
+            summary=root.summary,
+        )
+    ]
     out += [f"  {t}" for t in root.tail]
-    out += [f"then: {c.label} — {c.symptom or c.summary}" for c in found.consequences]
+    out += [
+        tr("then: {replica} — {symptom}", replica=c.label, symptom=c.symptom or c.summary)
+        for c in found.consequences
+    ]
     return "\n".join(out)
 
 
@@ -118,23 +189,32 @@ def root_cause_html(found: Diagnosis | None) -> str:
     tail = "\n".join(escape(t) for t in root.tail)
     then = "".join(
         f"<li><b>{escape(c.label)}</b>: {escape(c.symptom or c.summary)}"
-        + (" <i>(a consequence)</i>" if c.symptom else "")
+        + (f" <i>({escape(tr('a consequence'))})</i>" if c.symptom else "")
         + "</li>"
         for c in found.consequences
     )
     return (
         f"<div class='ddl-rootcause' data-replica='{escape(root.replica)}' "
         f"style='border-left:3px solid {RED};padding:2px 8px;margin:4px 0'>"
-        f"<div><b style='color:{RED}'>Root cause</b>: <b>{escape(root.label)}</b> failed first"
-        f" — {escape(root.summary)}</div>"
+        f"<div><b style='color:{RED}'>{escape(tr('Root cause'))}</b>: "
+        + escape(tr("{replica} failed first", replica="\0")).replace("\0", f"<b>{escape(root.label)}</b>")
+        + f" — {escape(root.summary)}</div>"
         + (f"<pre style='font-size:12px;margin:2px 0;white-space:pre-wrap'>{tail}</pre>" if tail else "")
-        + (f"<div style='{MUTED}'>Then, as consequences:</div><ul style='margin:0'>{then}</ul>" if then else "")
+        + (f"<div style='{MUTED}'>{escape(tr('Then, as consequences:'))}</div><ul style='margin:0'>{then}</ul>" if then else "")
         + "</div>"
     )  # fmt: skip
 
 
 # -- the replica table ----------------------------------------------------------------------
-COLUMNS = ["replica", "state", "restarts", "exit", "latest metric", "resources", "message"]
+COLUMNS = [
+    N_("replica"), N_("state"), N_("restarts"), N_("exit"), N_("latest metric"),
+    N_("resources"), N_("message"),
+]  # fmt: skip
+
+
+def columns() -> list[str]:
+    """The replica table's headings in the current language."""
+    return [tr(c) for c in COLUMNS]
 
 
 def rows(st: DashboardState) -> list[list[str]]:
@@ -142,10 +222,10 @@ def rows(st: DashboardState) -> list[list[str]]:
     for rid, v in st.replicas.items():
         exit_ = "" if v.exit_code is None else str(v.exit_code)
         if v.signal is not None:
-            exit_ = f"signal {v.signal}"
+            exit_ = tr("signal {n}", n=v.signal)
         out.append(
             [
-                v.label, v.state, str(v.restarts), exit_, st.latest_metric(rid),
+                v.label, state_word(v.state), str(v.restarts), exit_, st.latest_metric(rid),
                 format_resources(v.resources), v.message or "",
             ]
         )  # fmt: skip
@@ -153,15 +233,17 @@ def rows(st: DashboardState) -> list[list[str]]:
 
 
 def table_text(st: DashboardState) -> str:
-    table = [COLUMNS, *rows(st)]
-    widths = [max(len(r[i]) for r in table) for i in range(len(COLUMNS))]
+    table = [columns(), *rows(st)]
+    widths = [max(width(r[i]) for r in table) for i in range(len(COLUMNS))]
     return "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table
+        "  ".join(pad(c, w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table
     )
 
 
 def table_html(st: DashboardState) -> str:
-    head = "".join(f"<th style='text-align:left;padding:1px 8px 1px 0'>{c}</th>" for c in COLUMNS)
+    head = "".join(
+        f"<th style='text-align:left;padding:1px 8px 1px 0'>{escape(c)}</th>" for c in columns()
+    )
     body = []
     for (rid, v), row in zip(st.replicas.items(), rows(st), strict=True):
         cells = [f"<td style='color:{v.color};padding-right:8px'><b>{escape(row[0])}</b></td>"]
@@ -213,10 +295,15 @@ def replica_log_html(st: DashboardState, rid: str, limit: int | None = None) -> 
     html = log_html(own, st.colors(), prefix=False)
     if after:
         html += (
-            f"<details class='ddl-teardown'><summary style='{MUTED}'>teardown after the "
-            f"cancel ({len(after)} lines: peers losing each other while being stopped, "
-            f"not a failure)</summary><div style='opacity:0.6'>"
-            f"{log_html(after, st.colors(), prefix=False)}</div></details>"
+            f"<details class='ddl-teardown'><summary style='{MUTED}'>"
+            + escape(
+                tr(
+                    "teardown after the cancel ({n} lines: peers losing each other while being stopped, not a failure)",
+                    n=len(after),
+                )
+            )
+            + "</summary><div style='opacity:0.6'>"
+            + f"{log_html(after, st.colors(), prefix=False)}</div></details>"
         )
     return html
 
@@ -227,7 +314,7 @@ def replica_log_text(st: DashboardState, rid: str, limit: int | None = None) -> 
     out = []
     for n, text in numbered:
         torn = v.teardown_from is not None and n >= v.teardown_from
-        out.append(f"[{rid}] {'(teardown) ' if torn else ''}{text}")
+        out.append(f"[{rid}] {'(' + tr('teardown') + ') ' if torn else ''}{text}")
     return "\n".join(out)
 
 

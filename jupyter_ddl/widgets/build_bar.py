@@ -11,6 +11,8 @@ import sys
 import time
 from typing import Any
 
+from jupyter_ddl.i18n import tr
+
 
 def _bar_text(done: int, total: int) -> str:
     frac = 1.0 if total <= 0 else min(done / total, 1.0)
@@ -31,7 +33,7 @@ class BuildProgress:
 
             if display is None:
                 from IPython.display import display
-            self.bar = w.FloatProgress(min=0.0, max=1.0, description="Uploading")
+            self.bar = w.FloatProgress(min=0.0, max=1.0, description=tr("Uploading"))
             self.label = w.Label()
             display(w.HBox([self.bar, self.label]))
 

@@ -36,6 +36,7 @@ from jupyter_ddl.core.strategies import (
     get_strategy,
 )
 from jupyter_ddl.errors import DDLError
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.models import JobSpec
 from jupyter_ddl.notebook import flags
 from jupyter_ddl.notebook.args import spec_from_args
@@ -106,14 +107,14 @@ class DistributeForm:
             options=[(FRAMEWORK_TITLES[f], f) for f in FRAMEWORKS], value=framework
         )
         self.strategy = w.Dropdown(
-            description="Strategy",
+            description=tr("Strategy"),
             options=self._options(framework),
             value=strategy,
             layout=w.Layout(width="32em"),
         )
         self.explanation = w.HTML()
         self.replicas = w.IntText(
-            description="Replicas (total)",
+            description=tr("Replicas (total)"),
             continuous_update=True,
             style={"description_width": "initial"},
         )
@@ -121,26 +122,30 @@ class DistributeForm:
         self.roles_box = w.VBox()
         self.role_fields: dict[str, Any] = {}
         self.gpus = w.IntText(
-            description="GPUs", value=int(saved.get("gpus", 0)), continuous_update=True
+            description=tr("GPUs"), value=int(saved.get("gpus", 0)), continuous_update=True
         )
-        self.cpu = w.Text(description="CPU", value=saved.get("cpu") or "", placeholder="e.g. 2")
+        self.cpu = w.Text(
+            description=tr("CPU"), value=saved.get("cpu") or "", placeholder=tr("e.g. 2")
+        )
         self.memory = w.Text(
-            description="Memory", value=saved.get("memory") or "", placeholder="e.g. 4Gi"
+            description=tr("Memory"), value=saved.get("memory") or "", placeholder=tr("e.g. 4Gi")
         )
         backend = saved.get("backend") if saved.get("backend") in backends else default_backend
-        self.backend = w.Dropdown(description="Backend", options=backends, value=backend)
+        self.backend = w.Dropdown(description=tr("Backend"), options=backends, value=backend)
         self.image = w.Text(
-            description="Image", value=saved.get("image") or "", placeholder="default base image"
+            description=tr("Image"),
+            value=saved.get("image") or "",
+            placeholder=tr("default base image"),
         )
-        self.gang = w.Checkbox(description="Gang scheduling", value=bool(saved.get("gang")))
-        self.queue = w.Text(description="Queue", value=saved.get("queue") or "")
+        self.gang = w.Checkbox(description=tr("Gang scheduling"), value=bool(saved.get("gang")))
+        self.queue = w.Text(description=tr("Queue"), value=saved.get("queue") or "")
         self.kube_box = w.VBox([self.image, self.gang, self.queue])
         self.generated = self._new_name()  # the name Submit uses when Name is left empty
-        self.name = w.Text(description="Name", placeholder=self.generated or "generated")
-        self.submit_button = w.Button(description="Submit", button_style="primary", icon="play")
-        self.another_button = w.Button(description="Submit another", icon="plus")
+        self.name = w.Text(description=tr("Name"), placeholder=self.generated or tr("generated"))
+        self.submit_button = w.Button(description=tr("Submit"), button_style="primary", icon="play")
+        self.another_button = w.Button(description=tr("Submit another"), icon="plus")
         self.another_button.layout.display = "none"
-        self.dry_run_button = w.Button(description="Dry run", icon="eye")
+        self.dry_run_button = w.Button(description=tr("Dry run"), icon="eye")
         for widget, cls in ((self.submit_button, "ddl-submit"), (self.name, "ddl-name"),
                             (self.another_button, "ddl-submit-another")):  # fmt: skip
             widget.add_class(cls)  # names a page can find them by
@@ -315,7 +320,8 @@ class DistributeForm:
             return
         lines = len(text.splitlines())
         self.dry_run_text.value = f"<pre style='font-size:12px;margin:0'>{_esc(text)}</pre>"
-        self.dry_run_box.titles = (f"Dry run of {args.name}: {lines} lines of YAML",)
+        title = tr("Dry run of {name}: {lines} lines of YAML", name=args.name, lines=lines)
+        self.dry_run_box.titles = (title,)
         self.dry_run_box.selected_index = None  # collapsed: the dashboard stays in view
         self.dry_run_box.layout.display = None
 
@@ -333,15 +339,14 @@ class DistributeForm:
         started, the same choice as a flags line, how to open it again."""
         jobs = ", ".join(name for name, _ in self.submitted)
         line = self.submitted[-1][1]
-        text = (
-            f"%%distribute form: started {jobs}. The same choice as flags: {line}\n"
-            "Run this cell again to open the form with these choices."
-        )
+        started = tr("started {jobs}.", jobs=jobs)
+        same = tr("The same choice as flags: {line}", line="\0")
+        again = tr("Run this cell again to open the form with these choices.")
+        text = f"%%distribute form: {started} {same.replace(chr(0), line)}\n{again}"
         html = (
-            "<div class='ddl-form-note'>"
-            f"<b>%%distribute form</b>: started {_esc(jobs)}.<br>"
-            f"The same choice as flags: <code>{_esc(line)}</code><br>"
-            "Run this cell again to open the form with these choices.</div>"
+            f"<div class='ddl-form-note'><b>%%distribute form</b>: {_esc(started)}<br>"
+            + _esc(same).replace(chr(0), f"<code>{_esc(line)}</code>")
+            + f"<br>{_esc(again)}</div>"
         )
         return html, text
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from html import escape
 from typing import Any, Protocol
 
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.present.chart import svg_charts
 from jupyter_ddl.present.record import record_bundle
 from jupyter_ddl.present.state import DashboardState
@@ -182,14 +183,14 @@ class WidgetView:
         self._w = w
         self.slot = slot
         self.header = w.HTML(header_html(state))
-        self.cancel_button = w.Button(description="Cancel", button_style="danger", icon="stop")
-        self.detach_button = w.Button(description="Detach", icon="unlink")
+        self.cancel_button = w.Button(description=tr("Cancel"), button_style="danger", icon="stop")
+        self.detach_button = w.Button(description=tr("Detach"), icon="unlink")
         # Cancel asks first, inline (as the job view's dialog does): a stray click on
         # a red button must not end hours of training
-        self.confirm_button = w.Button(description="Stop the job", button_style="danger")
-        self.keep_button = w.Button(description="Keep running")
+        self.confirm_button = w.Button(description=tr("Stop the job"), button_style="danger")
+        self.keep_button = w.Button(description=tr("Keep running"))
         self.confirm = w.HBox(
-            [w.Label(f"Stop {state.name}?"), self.confirm_button, self.keep_button],
+            [w.Label(tr("Stop {name}?", name=state.name)), self.confirm_button, self.keep_button],
             layout=w.Layout(display="none"),
         )
         for b in (self.cancel_button, self.detach_button, self.confirm_button, self.keep_button):

@@ -7,6 +7,7 @@
  */
 import { Dialog, showDialog, showErrorMessage } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
+import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 
 import { applyDistribute, sourcesUpTo } from './distribute';
@@ -22,16 +23,19 @@ export interface IFormOptions {
   suggested: string | null;
   /** fields of a `%%distribute` line already on the cell, and the settings' defaults */
   initial: Partial<IChoice>;
+  /** the user's language (JupyterLab's translator; English without one) */
+  trans?: TranslationBundle;
 }
 
 export class DistributeForm extends Widget implements Dialog.IBodyWidget<string> {
   constructor(private readonly _o: IFormOptions) {
     super();
+    const trans = _o.trans ?? nullTranslator.load('jupyter_ddl');
     this.addClass('jp-DDL-form');
     const defaultBackend = _o.backends.default;
     const usable = _o.backends.backends.filter(b => b.available);
     for (const b of _o.backends.backends) {
-      const option = el('option', '', b.available ? b.name : `${b.name} (unavailable)`);
+      const option = el('option', '', b.available ? b.name : trans.__('%1 (unavailable)', b.name));
       option.value = b.name;
       option.disabled = !b.available;
       option.title = b.error ?? '';
@@ -54,20 +58,20 @@ export class DistributeForm extends Widget implements Dialog.IBodyWidget<string>
     this._replicas.value = String(_o.initial.replicas ?? this._strategy()?.replicas.default ?? 1);
     this._gpus.value = String(_o.initial.gpus ?? 0);
     this._extra.value = _o.initial.extra ?? '';
-    this._extra.placeholder = 'e.g. --wait --name my-job';
+    this._extra.placeholder = trans.__('e.g. %1', '--wait --name my-job');
 
     const hint = _o.suggested
-      ? `Proposed from the notebook's imports: ${this._byName(_o.suggested)?.title ?? _o.suggested}.`
-      : 'No framework import found in this notebook: pick one.';
+      ? trans.__("Proposed from the notebook's imports: %1.", this._byName(_o.suggested)?.title ?? _o.suggested)
+      : trans.__('No framework import found in this notebook: pick one.');
     this.node.append(
       el('p', 'jp-DDL-form-hint', hint),
-      this._field('Framework', this._framework),
-      this._field('Strategy', this._strategySelect),
+      this._field(trans.__('Framework'), this._framework),
+      this._field(trans.__('Strategy'), this._strategySelect),
       this._summary,
-      this._field('Replicas (total)', this._replicas),
-      this._field('GPUs per replica', this._gpus),
-      this._field('Backend', this._backend),
-      this._field('More flags', this._extra),
+      this._field(trans.__('Replicas (total)'), this._replicas),
+      this._field(trans.__('GPUs per replica'), this._gpus),
+      this._field(trans.__('Backend'), this._backend),
+      this._field(trans.__('More flags'), this._extra),
       this._preview
     );
     this._framework.onchange = () => {
@@ -168,7 +172,8 @@ export class DistributeForm extends Widget implements Dialog.IBodyWidget<string>
  */
 export async function distributeActiveCell(
   notebooks: INotebookTracker,
-  settings: { defaultBackend: string; extraFlags: string }
+  settings: { defaultBackend: string; extraFlags: string },
+  trans: TranslationBundle = nullTranslator.load('jupyter_ddl')
 ): Promise<boolean> {
   const panel = notebooks.currentWidget;
   const cell = panel?.content.activeCell?.model;
@@ -178,9 +183,9 @@ export async function distributeActiveCell(
   const source = cell.sharedModel.getSource();
   if (!cellBody(source).trim()) {
     await showDialog({
-      title: 'Nothing to distribute',
-      body: 'This cell is empty: write the training code in it first, then choose "Distribute this cell".',
-      buttons: [Dialog.okButton({ label: 'OK' })]
+      title: trans.__('Nothing to distribute'),
+      body: trans.__('This cell is empty: write the training code in it first, then choose "Distribute this cell".'),
+      buttons: [Dialog.okButton({ label: trans.__('OK') })]
     });
     return false;
   }
@@ -192,7 +197,10 @@ export async function distributeActiveCell(
       requestAPI<IBackends>('backends')
     ]);
   } catch (error) {
-    await showErrorMessage('Distribute this cell', `The server did not answer: ${(error as Error).message}`);
+    await showErrorMessage(
+      trans.__('Distribute this cell'),
+      trans.__('The server did not answer: %1', (error as Error).message)
+    );
     return false;
   }
   const existing = parseFlags(source);
@@ -200,6 +208,7 @@ export async function distributeActiveCell(
     catalog,
     backends,
     suggested: suggestStrategy(catalog, sourcesUpTo(panel, cell)),
+    trans,
     initial: {
       backend: settings.defaultBackend || undefined,
       extra: settings.extraFlags,
@@ -207,9 +216,12 @@ export async function distributeActiveCell(
     }
   });
   const result = await showDialog({
-    title: 'Distribute this cell',
+    title: trans.__('Distribute this cell'),
     body: form,
-    buttons: [Dialog.cancelButton(), Dialog.okButton({ label: 'Insert %%distribute' })],
+    buttons: [
+      Dialog.cancelButton({ label: trans.__('Cancel') }),
+      Dialog.okButton({ label: trans.__('Insert %1', '%%distribute') })
+    ],
     focusNodeSelector: '.jp-DDL-strategy'
   });
   if (!result.button.accept || result.value === null) {

@@ -11,6 +11,7 @@ import { ICommandPalette, MainAreaWidget, Notification, WidgetTracker } from '@j
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
+import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { distributeActiveCell } from './distributeform';
@@ -35,26 +36,30 @@ const plugin: JupyterFrontEndPlugin<void> = {
   description: 'Distributed training jobs: sidebar, job view with live logs, Distribute this cell.',
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [ISettingRegistry, ICommandPalette, ILayoutRestorer, IStatusBar],
+  optional: [ISettingRegistry, ICommandPalette, ILayoutRestorer, IStatusBar, ITranslator],
   activate: async (
     app: JupyterFrontEnd,
     notebooks: INotebookTracker,
     registry: ISettingRegistry | null,
     palette: ICommandPalette | null,
     restorer: ILayoutRestorer | null,
-    statusBar: IStatusBar | null
+    statusBar: IStatusBar | null,
+    translator: ITranslator | null
   ) => {
+    // the language JupyterLab is set to (Settings > Language), with this package's
+    // catalogs from jupyter_ddl/i18n/lab (the `jupyterlab.locale` entry point)
+    const trans = (translator ?? nullTranslator).load('jupyter_ddl');
     const settings: ISettings = { ...DEFAULT_SETTINGS };
     const jobs = new JobsModel(settings.refreshInterval);
     const tracker = new WidgetTracker<MainAreaWidget<JobView>>({ namespace: 'jupyter-ddl' });
 
-    const panel = new JobsPanel(jobs, app.commands);
+    const panel = new JobsPanel(jobs, app.commands, trans);
     panel.title.icon = ddlIcon;
     app.shell.add(panel, 'left', { rank: 650 });
     restorer?.add(panel, panel.id);
 
     app.commands.addCommand(CommandIDs.openJob, {
-      label: args => `Training job ${args.name as string}`,
+      label: args => trans.__('Training job %1', args.name as string),
       execute: args => {
         const name = args.name as string;
         const open = tracker.find(w => w.content.model.name === name);
@@ -74,7 +79,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     });
 
     app.commands.addCommand(CommandIDs.openPanel, {
-      label: 'Show training jobs',
+      label: trans.__('Show training jobs'),
       execute: () => app.shell.activateById(panel.id)
     });
 
@@ -88,8 +93,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
           autoClose: job.state === 'Failed' ? (false as const) : 8000,
           actions: [
             {
-              label: 'Open',
-              caption: `Open the job view of ${job.name}`,
+              label: trans.__('Open'),
+              caption: trans.__('Open the job view of %1', job.name),
               callback: () => void app.commands.execute(CommandIDs.openJob, { name: job.name })
             }
           ]
@@ -117,22 +122,26 @@ const plugin: JupyterFrontEndPlugin<void> = {
     }
 
     app.commands.addCommand(CommandIDs.refresh, {
-      label: 'Refresh training jobs',
+      label: trans.__('Refresh training jobs'),
       execute: () => jobs.refresh()
     });
 
     app.commands.addCommand(CommandIDs.distributeCell, {
-      label: 'Distribute this cell',
-      caption: 'Choose how to run this cell as a distributed training job: puts a %%distribute line on it',
+      label: trans.__('Distribute this cell'),
+      caption: trans.__(
+        'Choose how to run this cell as a distributed training job: puts a %1 line on it',
+        '%%distribute'
+      ),
       icon: ddlIcon,
       isEnabled: () => notebooks.activeCell?.model.type === 'code',
-      execute: () => distributeActiveCell(notebooks, settings)
+      execute: () => distributeActiveCell(notebooks, settings, trans)
     });
 
     if (palette) {
-      palette.addItem({ command: CommandIDs.distributeCell, category: 'Distributed training' });
-      palette.addItem({ command: CommandIDs.refresh, category: 'Distributed training' });
-      palette.addItem({ command: CommandIDs.openPanel, category: 'Distributed training' });
+      const category = trans.__('Distributed training');
+      palette.addItem({ command: CommandIDs.distributeCell, category });
+      palette.addItem({ command: CommandIDs.refresh, category });
+      palette.addItem({ command: CommandIDs.openPanel, category });
     }
     app.contextMenu.addItem({ command: CommandIDs.distributeCell, selector: '.jp-CodeCell', rank: 60 });
     notebooks.activeCellChanged.connect(() => app.commands.notifyCommandChanged(CommandIDs.distributeCell));

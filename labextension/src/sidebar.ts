@@ -8,6 +8,7 @@
  * the panel. One line per backend the server could not ask (a cluster that is down
  * hides no local job). The toolbar holds stock JupyterLab buttons.
  */
+import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 import { refreshIcon, SidePanel } from '@jupyterlab/ui-components';
 import { CommandRegistry } from '@lumino/commands';
 import { Panel, Widget } from '@lumino/widgets';
@@ -20,11 +21,29 @@ import { CommandIDs, IJobSummary } from './tokens';
 
 const PAGE_SIZE = 50;
 const STATES = ['active', 'Running', 'Pending', 'Restarting', 'Succeeded', 'Failed', 'Cancelled'];
-const SORTS: [SortKey, string][] = [
-  ['start', 'Newest'],
-  ['name', 'Name'],
-  ['state', 'State']
-];
+function sorts(trans: TranslationBundle): [SortKey, string][] {
+  return [
+    ['start', trans.__('Newest')],
+    ['name', trans.__('Name')],
+    ['state', trans.__('State')]
+  ];
+}
+
+/** A job state in the user's language (the data and CSS keep the English word). */
+export function stateWord(trans: TranslationBundle, state: string): string {
+  const words: Record<string, string> = {
+    Pending: trans.__('Pending'),
+    Starting: trans.__('Starting'),
+    Running: trans.__('Running'),
+    Restarting: trans.__('Restarting'),
+    Succeeded: trans.__('Succeeded'),
+    Failed: trans.__('Failed'),
+    Cancelled: trans.__('Cancelled'),
+    Terminated: trans.__('Terminated'),
+    Unknown: trans.__('Unknown')
+  };
+  return words[state] ?? state;
+}
 
 function option(value: string, label: string): HTMLOptionElement {
   const o = el('option', '', label);
@@ -35,19 +54,21 @@ function option(value: string, label: string): HTMLOptionElement {
 export class JobsPanel extends SidePanel {
   constructor(
     private readonly _model: JobsModel,
-    private readonly _commands: CommandRegistry
+    private readonly _commands: CommandRegistry,
+    private readonly _t: TranslationBundle = nullTranslator.load('jupyter_ddl')
   ) {
     super({ content: new Panel() }); // one body: no accordion section around it
     this.addClass('jp-DDL-panel');
     this.id = 'jupyter-ddl-jobs';
-    this.title.caption = 'Distributed training jobs';
-    const heading = new Widget({ node: el('h2', 'jp-DDL-panel-title', 'Training jobs') });
+    const trans = this._t;
+    this.title.caption = trans.__('Distributed training jobs');
+    const heading = new Widget({ node: el('h2', 'jp-DDL-panel-title', trans.__('Training jobs')) });
     this.header.addWidget(heading);
     // a plain button: the stock ToolbarButton's web component carries aria-pressed and
     // aria-disabled on an element without a role (axe-core: aria-allowed-attr, critical)
     const refresh = el('button', 'jp-DDL-refresh jp-ToolbarButtonComponent');
-    refresh.title = 'Refresh the job list';
-    refresh.setAttribute('aria-label', 'Refresh the job list');
+    refresh.title = trans.__('Refresh the job list');
+    refresh.setAttribute('aria-label', trans.__('Refresh the job list'));
     refresh.appendChild(refreshIcon.element({ tag: 'span', elementSize: 'normal' }));
     refresh.onclick = () => void this._model.refresh();
     this.toolbar.addItem('refresh', new Widget({ node: refresh }));
@@ -56,7 +77,7 @@ export class JobsPanel extends SidePanel {
     this._status.className = 'jp-DDL-panel-status';
     this._status.setAttribute('role', 'status');
     this._list.className = 'jp-DDL-joblist';
-    this._list.setAttribute('aria-label', 'Training jobs');
+    this._list.setAttribute('aria-label', trans.__('Training jobs'));
     this._unavailable.className = 'jp-DDL-unavailable';
     body.node.append(this._status, this._unavailable, this._controls(), this._list, this._pager);
     this._pager.className = 'jp-DDL-pager';
@@ -76,19 +97,23 @@ export class JobsPanel extends SidePanel {
 
   /** The filter and sort controls (native inputs: keyboard and screen readers for free). */
   private _controls(): HTMLElement {
+    const trans = this._t;
     const bar = el('div', 'jp-DDL-controls');
     const text = el('input', 'jp-DDL-filter-text jp-mod-styled');
     text.type = 'search';
-    text.placeholder = 'Filter jobs';
-    text.setAttribute('aria-label', 'Filter jobs by name, notebook, strategy or backend');
+    text.placeholder = trans.__('Filter jobs');
+    text.setAttribute('aria-label', trans.__('Filter jobs by name, notebook, strategy or backend'));
     text.oninput = () => this._update({ text: text.value });
     const state = el('select', 'jp-DDL-filter-state jp-mod-styled');
-    state.setAttribute('aria-label', 'Show jobs in state');
-    state.append(option('', 'All states'), ...STATES.map(s => option(s, s === 'active' ? 'Active' : s)));
+    state.setAttribute('aria-label', trans.__('Show jobs in state'));
+    state.append(
+      option('', trans.__('All states')),
+      ...STATES.map(s => option(s, s === 'active' ? trans.__('Active') : stateWord(trans, s)))
+    );
     state.onchange = () => this._update({ state: state.value });
     const sort = el('select', 'jp-DDL-sort jp-mod-styled');
-    sort.setAttribute('aria-label', 'Sort jobs by');
-    sort.append(...SORTS.map(([k, label]) => option(k, label)));
+    sort.setAttribute('aria-label', trans.__('Sort jobs by'));
+    sort.append(...sorts(trans).map(([k, label]) => option(k, label)));
     sort.onchange = () => {
       this._sort = sort.value as SortKey;
       this._page = 0;
@@ -111,11 +136,14 @@ export class JobsPanel extends SidePanel {
     this._page = current.index;
     this.node.dataset.live = String(this._model.live);
     const down = this._model.unavailable.length;
+    const trans = this._t;
     const empty = all.length
-      ? 'No job matches the filter.'
+      ? trans.__('No job matches the filter.')
       : down
-        ? `No jobs listed: ${down === 1 ? 'a backend' : `${down} backends`} could not be asked (below).`
-        : 'No jobs yet: run a %%distribute cell.';
+        ? down === 1
+          ? trans.__('No jobs listed: a backend could not be asked (below).')
+          : trans.__('No jobs listed: %1 backends could not be asked (below).', down)
+        : trans.__('No jobs yet: run a %1 cell.', '%%distribute');
     this._status.textContent = this._model.error ?? (shown.length ? '' : empty);
     this._status.classList.toggle('jp-DDL-error', !!this._model.error);
     this._list.hidden = !shown.length;
@@ -139,13 +167,14 @@ export class JobsPanel extends SidePanel {
     this._pager.hidden = pages < 2;
     const from = index * PAGE_SIZE + 1;
     const to = Math.min(total, (index + 1) * PAGE_SIZE);
-    const prev = el('button', 'jp-DDL-page-prev jp-mod-styled', 'Previous');
+    const trans = this._t;
+    const prev = el('button', 'jp-DDL-page-prev jp-mod-styled', trans.__('Previous'));
     prev.disabled = index === 0;
     prev.onclick = () => this._go(index - 1);
-    const next = el('button', 'jp-DDL-page-next jp-mod-styled', 'Next');
+    const next = el('button', 'jp-DDL-page-next jp-mod-styled', trans.__('Next'));
     next.disabled = index >= pages - 1;
     next.onclick = () => this._go(index + 1);
-    const where = el('span', 'jp-DDL-page-where', `${from}–${to} of ${total}`);
+    const where = el('span', 'jp-DDL-page-where', trans.__('%1–%2 of %3', from, to, total));
     where.setAttribute('aria-live', 'polite');
     this._pager.replaceChildren(prev, where, next);
   }
@@ -170,20 +199,22 @@ export class JobsPanel extends SidePanel {
   }
 
   private _row(job: IJobSummary): HTMLElement {
+    const trans = this._t;
+    const word = stateWord(trans, job.state);
     const row = el('li', `jp-DDL-jobrow jp-DDL-state-${job.state.toLowerCase()}`);
     row.dataset.job = job.name;
     row.dataset.key = `${job.backend}/${job.name}`;
     row.dataset.state = job.state;
-    row.title = [`${job.name} (${job.backend}): ${job.state}`, job.message ?? ''].filter(Boolean).join('\n');
+    row.title = [`${job.name} (${job.backend}): ${word}`, job.message ?? ''].filter(Boolean).join('\n');
 
     const main = el('div', 'jp-DDL-jobcell');
     const title = el('div', 'jp-DDL-jobtitle');
     const icon = el('span', 'jp-DDL-state-icon', stateIcon(job.state));
     icon.setAttribute('role', 'img');
-    icon.setAttribute('aria-label', job.state);
+    icon.setAttribute('aria-label', word);
     const open = el('button', 'jp-DDL-open');
     open.append(el('span', 'jp-DDL-jobname', job.name));
-    open.setAttribute('aria-label', `Open job ${job.name}, ${job.state}`);
+    open.setAttribute('aria-label', trans.__('Open job %1, %2', job.name, word));
     open.onclick = event => {
       event.stopPropagation();
       this._open(job);
@@ -198,20 +229,21 @@ export class JobsPanel extends SidePanel {
         source.appendChild(nb);
       }
       if (job.cell_id) {
-        const cell = el('span', 'jp-DDL-cell', `cell ${shortCellId(job.cell_id)}`);
-        cell.title = `cell ${job.cell_id}`;
+        const cell = el('span', 'jp-DDL-cell', trans.__('cell %1', shortCellId(job.cell_id)));
+        cell.title = trans.__('cell %1', job.cell_id);
         source.appendChild(cell);
       }
       main.appendChild(source);
     }
 
     const status = el('div', 'jp-DDL-status');
-    const ready = job.finished ? job.state : `${job.ready}/${job.total} ready`;
+    const ready = job.finished ? word : trans.__('%1/%2 ready', job.ready, job.total);
     const replicas = el('div', 'jp-DDL-replicas-cell', ready);
     replicas.dataset.ready = String(job.ready);
     const start = el('div', 'jp-DDL-start', formatStart(job.started ?? job.created));
     if (job.started ?? job.created) {
-      start.title = `started ${new Date((job.started ?? job.created)! * 1000).toLocaleString()}`;
+      const when = new Date((job.started ?? job.created)! * 1000).toLocaleString();
+      start.title = trans.__('started %1', when);
     }
     status.append(replicas, start, el('div', 'jp-DDL-elapsed', formatElapsed(this._model.elapsed(job))));
     row.append(main, status);

@@ -100,6 +100,51 @@ assert cause == root.replica == "worker-1", (cause, root)
 assert crash_replicas["worker-1"][:2] == ("Failed", 3), crash_replicas
 assert "not reached" not in " ".join(line.text for line in jobs.logs(crashed))
 
+# %% [markdown] ex-master-predict
+# ### Predict first
+#
+# Before you read on: if the replica that cannot read its data is rank 0, the Master
+# (it also hosts the rendezvous the others connected to), which replica will the root
+# cause name, and what will the other two report? Write your guess in the next cell.
+
+# %%
+prediction = "worker-1"  # your guess: master-0, worker-0 or worker-1
+
+# %% [markdown] ex-master
+# ### Try this
+#
+# Copy the crash cell of section 1 into a new cell, change `if rank == 2:` to
+# `if rank == 0:` and drop `--wait` (the job runs in the background), run it, then
+# check it with `jobs.wait(_ddl_job)` and `diagnose`, as in the cell after the crash.
+# **Expected:** the job fails; the root cause is `master-0 · rank 0` with exit code 3
+# (the job's record and `%ddl status` say so), and
+# `worker-0` and `worker-1` follow it after "then", having lost their peer. Was your
+# prediction right? The root cause is whoever failed first, not the highest rank.
+
+# %% solution
+%%distribute --strategy torch-ddp --replicas 3 --restart-policy Never
+import sys
+
+import torch
+import torch.distributed as dist
+
+print(f"rank {rank}: starting", flush=True)
+if rank == 0:
+    print("rank 0: cannot read my data shard, giving up", flush=True)
+    sys.exit(3)
+total = torch.ones(1)
+dist.all_reduce(total)  # ranks 1 and 2 wait here for rank 0
+print("not reached", flush=True)
+
+# %% solution
+master_crash = jobs.wait(_ddl_job, timeout=120)
+found = diagnose(outcomes(master_crash.replicas))
+print("your prediction:", prediction, "| root cause:", found.root.label, "-", found.root.summary)
+print("then:", [c.replica for c in found.consequences])
+%ddl status $_ddl_job
+assert master_crash.state.value == "Failed", master_crash.state
+assert found.root.replica == "master-0" and found.root.summary.startswith("exit code 3"), found.root
+
 # %% [markdown] crash-lesson
 # The replica table names each replica with its rank: rank 2 is `worker-1` (the Master
 # is rank 0, `worker-0` rank 1). The other replicas failed with gloo's "Connection
@@ -150,6 +195,10 @@ def last_line(name, replica):
     return lines[-1] if lines else ""
 
 
+# a busy laptop may still be importing torch after 8 s: a slow start is not a hang
+deadline = time.time() + 120
+while "entering all_reduce" not in last_line(hung, "master-0") and time.time() < deadline:
+    time.sleep(0.5)
 hang_states = replicas(hung)
 stuck = [rid for rid in hang_states if "entering all_reduce" not in last_line(hung, rid)]
 print("running:", hang_states, "stuck before the collective:", stuck)

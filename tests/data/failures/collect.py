@@ -94,7 +94,6 @@ CASES = {
 
 def run(case: str, root: Path) -> dict:
     from jupyter_ddl.core.bundle import build_bundle
-
     from jupyter_ddl.manager import JobManager
     from jupyter_ddl.models import JobSpec, RestartPolicy
 

@@ -1,0 +1,103 @@
+"""The product's messages in the learner's language (English the source).
+
+``tr("job {name} failed", name=n)`` marks a message and translates it into the
+current language; ``N_("...")`` only marks one (a constant translated where it is
+shown). The catalogs are gettext ``.po`` files (``catalog.py``); a message a catalog
+lacks is shown in English.
+
+The language, first that is set: ``%ddl lang CODE`` (this kernel only), the config's
+``language`` key, then the kernel's locale (``LANGUAGE``, ``LC_ALL``,
+``LC_MESSAGES``, ``LANG``, as gettext reads them); else English. Terms follow the
+workshop's glossary (notebooks/i18n/glossary.yaml), so a learner reads the same word
+in the notebook, the slides and the product's output.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from typing import Any
+
+from jupyter_ddl.i18n.catalog import Catalog, load
+
+#: the languages shipped, as the workshop names them; English is the source
+LANGUAGES = ("en", "ko", "ja", "zh-Hans", "zh-Hant")
+
+_ALIASES = {
+    "zh-cn": "zh-Hans", "zh-sg": "zh-Hans", "zh-hans": "zh-Hans", "zh": "zh-Hans",
+    "zh-tw": "zh-Hant", "zh-hk": "zh-Hant", "zh-mo": "zh-Hant", "zh-hant": "zh-Hant",
+}  # fmt: skip
+
+_chosen: str | None = None  # %ddl lang
+_configured: str | None = None  # the config's `language`
+
+
+def normalize(value: str) -> str | None:
+    """The shipped language a locale or tag names (``ko_KR.UTF-8`` → ``ko``,
+    ``zh_TW`` → ``zh-Hant``, ``en_US`` → ``en``), or None when it names none."""
+    tag = value.split(".", 1)[0].split("@", 1)[0].replace("_", "-").strip().lower()
+    if not tag:
+        return None
+    parts = tag.split("-")
+    if parts[0] == "zh":
+        if "hant" in parts[1:] or any(p in ("tw", "hk", "mo") for p in parts[1:]):
+            return "zh-Hant"
+        return "zh-Hans"
+    if tag in _ALIASES:
+        return _ALIASES[tag]
+    base = parts[0]
+    if base in ("c", "posix"):
+        return "en"
+    return base if base in LANGUAGES else None
+
+
+def from_environment(env: Any = None) -> str:
+    """The language of a locale environment, as gettext looks it up; English when
+    none of its languages is shipped."""
+    env = os.environ if env is None else env
+    for var in ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG"):
+        value = env.get(var)
+        if not value:
+            continue
+        for item in value.split(":"):  # LANGUAGE is a priority list
+            found = normalize(item)
+            if found is not None:
+                return found
+        if var != "LANGUAGE":  # the first of LC_ALL, LC_MESSAGES, LANG set decides
+            return "en"
+    return "en"
+
+
+def choose(code: str | None) -> None:
+    """``%ddl lang CODE``: this kernel's language (None: back to config and locale)."""
+    global _chosen
+    _chosen = code
+
+
+def configure(code: str | None) -> None:
+    """The config's ``language`` key (None: the kernel's locale decides)."""
+    global _configured
+    _configured = code
+
+
+def language() -> str:
+    """The language messages are shown in now."""
+    return _chosen or _configured or from_environment()
+
+
+@cache
+def translations(code: str) -> Catalog:
+    """The catalog of a shipped language (English: an empty one)."""
+    return load(code.replace("-", "_")) if code != "en" else Catalog([])
+
+
+def tr(message: str, **fields: Any) -> str:
+    """``message`` in the current language, its ``{fields}`` filled in; the English
+    when the catalog has no translation."""
+    text = translations(language()).gettext(message)
+    return text.format(**fields) if fields else text
+
+
+def N_(message: str) -> str:  # gettext's name for "mark, do not translate"
+    """Marks a message for the catalogs without translating it (a constant)."""
+    return message
