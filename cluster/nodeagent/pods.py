@@ -89,7 +89,10 @@ class PodRunner:
 
     def refresh_hosts(self, pods: list[dict[str, Any]], svcs: list[dict[str, Any]]) -> None:
         if self.sandbox is not None and self.prepared and not self.stopping.is_set():
-            self.sandbox.refresh_hosts(self.pod, self.pod_ip, pods, svcs)
+            try:
+                self.sandbox.refresh_hosts(self.pod, self.pod_ip, pods, svcs)
+            except OSError:
+                pass  # the pod ended while its file was rewritten: nothing reads it now
 
     # -- running -----------------------------------------------------------------
     def _fetch(self) -> envs.Fetch:
@@ -148,6 +151,7 @@ class PodRunner:
             self._containers()
         finally:
             if self.sandbox is not None:
+                self.prepared = False
                 self.sandbox.release(self.pod)
 
     def _prepare(self) -> bool:

@@ -21,6 +21,12 @@ from .envs import Fetch
 from .netns import Network
 
 ENTER = Path(__file__).with_name("enter.py")
+# commands a pod finds before the machine's: `nslookup` answered from the hosts file
+SHIMS = Path(__file__).with_name("bin")
+# no DNS server runs for pods: a lookup the hosts file cannot answer is refused at once
+# (127.0.0.1 in the pod's own network namespace) instead of timing out on the machine's
+# resolver, which the pod cannot reach
+RESOLV_CONF = "# the jupyter-ddl node agent: names come from /etc/hosts\nnameserver 127.0.0.1\noptions timeout:1 attempts:1\n"
 
 
 class Sandbox:
@@ -120,8 +126,9 @@ class Sandbox:
 
     def base_env(self, pod: dict[str, Any]) -> dict[str, str]:
         path = os.environ.get("PATH", "/usr/bin:/bin")
+        first = [p for p in (self.path_prefix, str(SHIMS)) if p]
         env = {
-            "PATH": f"{self.path_prefix}:{path}" if self.path_prefix else path,
+            "PATH": ":".join([*first, path]),
             "HOME": os.environ.get("HOME", "/root"),
             "HOSTNAME": hosts.hostname(pod),
         }
@@ -139,9 +146,12 @@ class Sandbox:
         tag: str,
     ) -> list[str]:
         """The command line that runs `argv` inside the pod's namespaces."""
-        hosts_mount = [[str(self.hosts_file(pod)), "/etc/hosts", True]]
-        if any(m.target == "/etc/hosts" for m in mounts):
-            hosts_mount = []
+        resolv = self.pod_dir(pod) / "resolv.conf"
+        if not resolv.exists():
+            resolv.write_text(RESOLV_CONF)
+        own = {m.target for m in mounts}
+        files = [(str(self.hosts_file(pod)), "/etc/hosts"), (str(resolv), "/etc/resolv.conf")]
+        hosts_mount = [[src, dst, True] for src, dst in files if dst not in own]
         plan = {
             "hostname": hosts.hostname(pod),
             "mounts": hosts_mount + [[m.source, m.target, m.read_only] for m in mounts],
