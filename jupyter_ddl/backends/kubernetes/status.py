@@ -83,8 +83,11 @@ def replica_status(kind: Kind, role: str, index: int, pod: dict[str, Any] | None
     cs = container_status(kind, pod) or {}
     rs.restarts = int(cs.get("restartCount") or 0)
     state = cs.get("state") or {}
+    # a pod that failed, or waits to restart after a failed run: how that run ended
     term = state.get("terminated") or (
-        (cs.get("lastState") or {}).get("terminated") if phase == "Failed" else None
+        (cs.get("lastState") or {}).get("terminated")
+        if phase == "Failed" or state.get("waiting")
+        else None
     )
     if term:
         rs.exit_code = term.get("exitCode")
@@ -209,7 +212,13 @@ def job_status(
     for r in replicas:
         stopped = state == JobState.CANCELLED or (r.role, r.index) in ended
         if stopped and not r.state.finished:
-            r.state = ReplicaState.TERMINATED
+            # one stopped while it waited to restart after a failed run, by the job's
+            # failure (its backoff limit), failed: the root cause is read from it
+            failed_run = r.state == ReplicaState.RESTARTING and (
+                r.exit_code not in (None, 0) or r.signal is not None
+            )
+            failed_job = state == JobState.FAILED and failed_run
+            r.state = ReplicaState.FAILED if failed_job else ReplicaState.TERMINATED
         elif state.finished and r.pod is None and not r.state.finished:
             # never seen: its pod came and went before anyone looked (a finished JobSet
             # deletes its node Jobs); "Pending" under a finished job would be a lie
