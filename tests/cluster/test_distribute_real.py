@@ -48,7 +48,10 @@ def run_cell(
     timer.start()
     try:
         events = list(m.watch(spec.name, stop=stop))
-        status = m.get(spec.name)
+        # the status the cell ends on: the watch's last (it saw the pods the operator
+        # deleted as the job ended), else what the job reads as now
+        final = [e.status for e in events if e.status is not None]
+        status = final[-1] if final else m.get(spec.name)
         return status.state, status.message or "", events
     finally:
         timer.cancel()

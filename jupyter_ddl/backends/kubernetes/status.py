@@ -83,11 +83,8 @@ def replica_status(kind: Kind, role: str, index: int, pod: dict[str, Any] | None
     cs = container_status(kind, pod) or {}
     rs.restarts = int(cs.get("restartCount") or 0)
     state = cs.get("state") or {}
-    # a pod that failed, or waits to restart after a failed run: how that run ended
     term = state.get("terminated") or (
-        (cs.get("lastState") or {}).get("terminated")
-        if phase == "Failed" or state.get("waiting")
-        else None
+        (cs.get("lastState") or {}).get("terminated") if phase == "Failed" else None
     )
     if term:
         rs.exit_code = term.get("exitCode")
@@ -106,6 +103,14 @@ def replica_status(kind: Kind, role: str, index: int, pod: dict[str, Any] | None
         waiting = state.get("waiting")
         rs.state = ReplicaState.RESTARTING if waiting and rs.restarts else ReplicaState.RUNNING
     return rs
+
+
+def _failed_run(kind: Kind, pod: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The last run of a pod's container, when it ended badly (the pod waits to restart)."""
+    if pod is None:
+        return None
+    last = ((container_status(kind, pod) or {}).get("lastState") or {}).get("terminated")
+    return last if last and (last.get("exitCode") or last.get("signal")) else None
 
 
 def epoch(ts: str | None) -> float | None:
@@ -211,14 +216,17 @@ def job_status(
     state, message = job_state(obj, replicas)
     for r in replicas:
         stopped = state == JobState.CANCELLED or (r.role, r.index) in ended
-        if stopped and not r.state.finished:
-            # one stopped while it waited to restart after a failed run, by the job's
-            # failure (its backoff limit), failed: the root cause is read from it
-            failed_run = r.state == ReplicaState.RESTARTING and (
-                r.exit_code not in (None, 0) or r.signal is not None
-            )
-            failed_job = state == JobState.FAILED and failed_run
-            r.state = ReplicaState.FAILED if failed_job else ReplicaState.TERMINATED
+        # a replica that crashed and restarted in a job that failed (its backoff limit
+        # reached, whatever state its last run was caught in, even killed by the job's
+        # end) failed: the root cause is read from it
+        if state == JobState.FAILED and r.restarts and not r.state.finished:
+            r.state = ReplicaState.FAILED
+            last = _failed_run(kind, by_id.get((r.role, r.index)))
+            if last:
+                r.exit_code = last.get("exitCode")
+                r.signal = int(last["signal"]) if last.get("signal") else None
+        elif stopped and not r.state.finished:
+            r.state = ReplicaState.TERMINATED
         elif state.finished and r.pod is None and not r.state.finished:
             # never seen: its pod came and went before anyone looked (a finished JobSet
             # deletes its node Jobs); "Pending" under a finished job would be a lie
