@@ -68,10 +68,10 @@ def field_value(pod: dict[str, Any], path: str, pod_ip: str, host_ip: str = "127
         "spec.serviceAccountName": pod["spec"].get("serviceAccountName", "default"),
     }
     if path in simple:
-        return simple[path]
+        return str(simple[path])
     for prefix, key in (("metadata.labels['", "labels"), ("metadata.annotations['", "annotations")):
         if path.startswith(prefix) and path.endswith("']"):
-            return (meta.get(key) or {}).get(path[len(prefix) : -2], "")
+            return str((meta.get(key) or {}).get(path[len(prefix) : -2], ""))
     if path in ("metadata.labels", "metadata.annotations"):
         # the volume form: one `key="value"` line per entry, sorted
         items = sorted((meta.get(path.split(".")[1]) or {}).items())

@@ -30,7 +30,7 @@ HEADER = (
 
 def hostname(pod: dict[str, Any]) -> str:
     """The pod's hostname: spec.hostname, else its name (cut to 63 characters)."""
-    return (pod["spec"].get("hostname") or pod["metadata"]["name"])[:63].rstrip("-.")
+    return str(pod["spec"].get("hostname") or pod["metadata"]["name"])[:63].rstrip("-.")
 
 
 def own_names(pod: dict[str, Any]) -> list[str]:

@@ -88,7 +88,7 @@ class Sandbox:
 
     # -- the pod -------------------------------------------------------------------
     def pod_dir(self, pod: dict[str, Any]) -> Path:
-        return self.datadir / pod["metadata"]["uid"]
+        return self.datadir / str(pod["metadata"]["uid"])
 
     def attach(self, pod: dict[str, Any]) -> tuple[str | None, str]:
         """The pod's network namespace and IP (none and 127.0.0.1 on the host network)."""

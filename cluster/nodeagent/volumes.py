@@ -119,10 +119,10 @@ def volume_dir(vol: dict[str, Any], pod_dir: Path, claims_dir: Path) -> Path | s
     """Where a volume's files live on this machine: the pod's own directory, a claim's
     directory shared by every pod that mounts the claim (any access mode), or a hostPath."""
     if "hostPath" in vol:
-        return vol["hostPath"]["path"]
+        return str(vol["hostPath"]["path"])
     if "persistentVolumeClaim" in vol:
-        return claims_dir / vol["persistentVolumeClaim"]["claimName"]
-    return pod_dir / "volumes" / vol["name"]
+        return claims_dir / str(vol["persistentVolumeClaim"]["claimName"])
+    return pod_dir / "volumes" / str(vol["name"])
 
 
 def plan_mounts(
