@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "cluster"))
 
-from nodeagent import crilog, envs, hosts, netns, server, volumes
+from nodeagent import crilog, enter, envs, hosts, netns, server, volumes
 from nodeagent.pods import PodRunner, pod_phase
 
 
@@ -365,3 +365,14 @@ def test_network_names_fit_linux_and_carry_the_prefix():
         assert name.startswith("jddl") and len(name) <= 15
     with pytest.raises(netns.NetError, match="/16 to /29"):
         netns.Network("10.0.0.0/8")
+
+
+def test_a_missing_mount_point_is_made_and_its_top_recorded_unless_inside_a_mount(tmp_path):
+    record = tmp_path / "mountpoints"
+    enter.ensure(str(tmp_path / "a" / "b" / "c"), False, [], str(record))
+    enter.ensure(str(tmp_path / "a" / "file"), True, [], str(record))
+    enter.ensure(str(tmp_path / "m" / "x"), False, [str(tmp_path / "m")], str(record))
+    assert (tmp_path / "a" / "b" / "c").is_dir() and (tmp_path / "a" / "file").is_file()
+    assert record.read_text().splitlines() == [str(tmp_path / "a"), str(tmp_path / "a" / "file")]
+    enter.ensure(str(tmp_path / "a" / "b"), False, [], str(record))  # there: nothing new
+    assert len(record.read_text().splitlines()) == 2
