@@ -153,7 +153,8 @@ class Sandbox:
         files = [(str(self.hosts_file(pod)), "/etc/hosts"), (str(resolv), "/etc/resolv.conf")]
         hosts_mount = [[src, dst, True] for src, dst in files if dst not in own]
         plan = {
-            "hostname": hosts.hostname(pod),
+            # a pod on the host network keeps the machine's hostname, as the kubelet does
+            "hostname": None if pod["spec"].get("hostNetwork") else hosts.hostname(pod),
             "mounts": hosts_mount + [[m.source, m.target, m.read_only] for m in mounts],
             "record": str(self.record) if self.record else None,
             "cwd": cwd,
