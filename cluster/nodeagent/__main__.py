@@ -12,13 +12,13 @@ import signal
 import sys
 import threading
 import time
-import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from . import pods, server
+from . import netns, pods, server
 from .api import Api, ApiError
 from .pods import PodRunner, now
+from .sandbox import Sandbox
 
 HEARTBEAT = 10.0
 
@@ -73,8 +73,11 @@ def node_status(port: int, resources: dict[str, str] | None = None) -> dict[str,
 
 
 class Agent:
-    def __init__(self, api: Api, node: str, port: int, logdir: Path) -> None:
+    def __init__(
+        self, api: Api, node: str, port: int, logdir: Path, sandbox: Sandbox | None = None
+    ) -> None:
         self.api, self.node, self.port, self.logdir = api, node, port, logdir
+        self.sandbox = sandbox
         self.runners: dict[str, PodRunner] = {}  # pod uid -> runner
         self.deleting: set[str] = set()
         self.stop = threading.Event()
@@ -134,8 +137,14 @@ class Agent:
         return report
 
     def sync(self) -> None:
-        sel = urllib.parse.quote(f"spec.nodeName={self.node}")
-        pods = self.api.get(f"/api/v1/pods?fieldSelector={sel}")["items"]
+        # every pod and Service: this node's pods to run, and the names its pods resolve
+        everything = self.api.get("/api/v1/pods")["items"]
+        pods = [p for p in everything if p["spec"].get("nodeName") == self.node]
+        if self.sandbox is not None and (self.runners or pods):
+            svcs = self.api.get("/api/v1/services")["items"]
+            self.sandbox.view = (everything, svcs)
+            for r in list(self.runners.values()):
+                r.refresh_hosts(everything, svcs)
         seen = set()
         for pod in pods:
             uid = pod["metadata"]["uid"]
@@ -144,7 +153,7 @@ class Agent:
                 phase = (pod.get("status") or {}).get("phase")
                 if phase in ("Succeeded", "Failed"):
                     continue
-                r = PodRunner(pod, self.logdir, self.reporter(pod))
+                r = PodRunner(pod, self.logdir, self.reporter(pod), self.sandbox)
                 self.runners[uid] = r
                 r.start()
             elif pod["metadata"].get("deletionTimestamp") and uid not in self.deleting:
@@ -208,16 +217,45 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--key", required=True)
     p.add_argument("--logdir", required=True)
     p.add_argument("--piddir", required=True)
+    p.add_argument("--datadir", help="pods' volumes and hosts files (a sandbox per pod)")
+    p.add_argument("--pod-cidr", default="10.244.0.0/24", help="pods' IPs, on bridge jddl0")
+    p.add_argument("--no-network", action="store_true", help="pods share this machine's network")
+    p.add_argument("--path-prefix", default="", help="put first on every container's PATH")
+    p.add_argument(
+        "--pythonpath", default="", help="every container's PYTHONPATH unless it sets one"
+    )
+    p.add_argument("--record", help="file listing mount points made on this machine")
     a = p.parse_args(argv)
     if not 1 <= a.port <= 65535:
         p.error(f"--port {a.port} is not a TCP port (1-65535)")
     pods.PIDDIR = Path(a.piddir)
     pods.PIDDIR.mkdir(parents=True, exist_ok=True)
     api = Api(a.server, Path(a.token_file).read_text().strip(), a.ca)
-    agent = Agent(api, a.node, a.port, Path(a.logdir))
+    sandbox = None
+    network = None
+    if a.datadir:
+        if not a.no_network:
+            try:
+                network = netns.Network(a.pod_cidr)
+                network.setup()
+            except netns.NetError as e:
+                p.error(f"pod network: {e}")
+        sandbox = Sandbox(
+            api,
+            Path(a.datadir),
+            network,
+            a.path_prefix,
+            a.pythonpath,
+            Path(a.record) if a.record else None,
+        )
+    agent = Agent(api, a.node, a.port, Path(a.logdir), sandbox)
     server.serve("127.0.0.1", a.port, a.cert, a.key, agent.lookup)
     signal.signal(signal.SIGTERM, lambda *_: agent.stop.set())
-    agent.run()
+    try:
+        agent.run()
+    finally:
+        if network is not None:
+            netns.teardown()
     return 0
 
 

@@ -1,7 +1,8 @@
 """Runs one pod as local processes: init containers in order, then every container;
 restarts under the pod's restartPolicy with the kubelet's doubling back-off (10 s up to
 5 min); reports the pod's status as the kubelet does. Images are not pulled: a
-container's command runs on this machine.
+container's command runs on this machine, inside the pod's sandbox (its network
+namespace, volumes and hosts file: sandbox.py) when the agent gives it one.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import crilog
+from . import crilog, envs, volumes
+from .envs import ConfigError
+from .sandbox import Sandbox
 
 BACKOFF_START, BACKOFF_MAX = 10.0, 300.0
 # where each container's process group is recorded while it runs (set by __main__)
@@ -26,45 +29,21 @@ def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def field_value(pod: dict[str, Any], path: str, pod_ip: str) -> str:
-    """The downward API's fieldRef values the kubelet resolves."""
-    meta = pod["metadata"]
-    if path == "metadata.name":
-        return meta["name"]
-    if path == "metadata.namespace":
-        return meta["namespace"]
-    if path == "metadata.uid":
-        return meta["uid"]
-    if path in ("status.podIP", "status.hostIP"):
-        return pod_ip
-    if path == "spec.nodeName":
-        return pod["spec"].get("nodeName", "")
-    if path == "spec.serviceAccountName":
-        return pod["spec"].get("serviceAccountName", "default")
-    for prefix, key in (("metadata.labels['", "labels"), ("metadata.annotations['", "annotations")):
-        if path.startswith(prefix) and path.endswith("']"):
-            return (meta.get(key) or {}).get(path[len(prefix) : -2], "")
-    return ""
-
-
-def environment(pod: dict[str, Any], container: dict[str, Any], pod_ip: str) -> dict[str, str]:
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root")}
-    env["HOSTNAME"] = pod["spec"].get("hostname") or pod["metadata"]["name"]
-    for e in container.get("env") or []:
-        if "value" in e:
-            env[e["name"]] = e["value"]
-        elif (e.get("valueFrom") or {}).get("fieldRef"):
-            env[e["name"]] = field_value(pod, e["valueFrom"]["fieldRef"]["fieldPath"], pod_ip)
-    return env
-
-
 class PodRunner:
     """One pod: a thread that runs its containers and reports through `report`."""
 
     def __init__(
-        self, pod: dict[str, Any], logdir: Path, report: Callable[[dict[str, Any]], None]
+        self,
+        pod: dict[str, Any],
+        logdir: Path,
+        report: Callable[[dict[str, Any]], None],
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.pod = pod
+        self.sandbox = sandbox
+        self.pod_ip, self.netns = "127.0.0.1", None  # type: tuple[str, str | None]
+        self.sources: dict[str, Path | str] = {}
+        self.prepared = False
         self.uid = pod["metadata"]["uid"]
         self.logdir = logdir
         self.report = report
@@ -108,16 +87,44 @@ class PodRunner:
                 p.wait()
         self.thread.join(5)
 
+    def refresh_hosts(self, pods: list[dict[str, Any]], svcs: list[dict[str, Any]]) -> None:
+        if self.sandbox is not None and self.prepared and not self.stopping.is_set():
+            try:
+                self.sandbox.refresh_hosts(self.pod, self.pod_ip, pods, svcs)
+            except OSError:
+                pass  # the pod ended while its file was rewritten: nothing reads it now
+
     # -- running -----------------------------------------------------------------
+    def _fetch(self) -> envs.Fetch:
+        if self.sandbox is None:
+            return lambda kind, name: None
+        return self.sandbox.fetcher(self.pod["metadata"]["namespace"])
+
     def _exec(self, c: dict[str, Any], restart: int) -> subprocess.Popen[bytes]:
-        argv = list(c.get("command") or []) + list(c.get("args") or [])
+        defined = envs.environment(self.pod, c, self.pod_ip, self._fetch())
+        argv = envs.command_line(c, defined)
         if not argv:
             raise OSError("the container names no command (images are not run here)")
+        cwd = c.get("workingDir") or None
+        if self.sandbox is None:
+            base = {
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                "HOME": os.environ.get("HOME", "/root"),
+                "HOSTNAME": self.pod["spec"].get("hostname") or self.pod["metadata"]["name"],
+            }
+        else:
+            base = self.sandbox.base_env(self.pod)
+            vols = {v["name"]: v for v in self.pod["spec"].get("volumes") or []}
+            mounts = volumes.plan_mounts(c, vols, self.sources, {**base, **defined})
+            argv = self.sandbox.wrap(
+                self.pod, self.netns, argv, mounts, cwd, f"{c['name']}-{restart}"
+            )
+            cwd = None
         writer = crilog.Writer(self.log_path(c["name"], restart))
         p = subprocess.Popen(
             argv,
-            env=environment(self.pod, c, "127.0.0.1"),
-            cwd=c.get("workingDir") or None,
+            env={**base, **defined},
+            cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -138,6 +145,43 @@ class PodRunner:
         for c in spec["containers"]:
             self.statuses[c["name"]] = waiting(c["name"], "ContainerCreating")
         self._publish()
+        try:
+            if not self._prepare():
+                return
+            self._containers()
+        finally:
+            if self.sandbox is not None:
+                self.prepared = False
+                self.sandbox.release(self.pod)
+
+    def _prepare(self) -> bool:
+        """The sandbox: retried, as the kubelet retries a mount, until it can be made."""
+        while self.sandbox is not None and not self.stopping.is_set():
+            try:
+                self.netns, self.pod_ip = self.sandbox.attach(self.pod)
+                self.sources = self.sandbox.write_volumes(self.pod, self.pod_ip)
+                self.sandbox.refresh_hosts(self.pod, self.pod_ip, *self.sandbox.view)
+                self.prepared = True
+                self._publish()
+                return True
+            except (ConfigError, OSError) as e:
+                self._creating(f"MountVolume.SetUp failed: {e}")
+            self.stopping.wait(2.0)
+        return not self.stopping.is_set()
+
+    def _creating(self, message: str) -> None:
+        with self.lock:
+            for table in (self.init_statuses, self.statuses):
+                for name, st in table.items():
+                    reason = st["state"].get("waiting", {}).get("reason", "ContainerCreating")
+                    table[name] = {
+                        **st,
+                        "state": {"waiting": {"reason": reason, "message": message}},
+                    }
+        self._publish()
+
+    def _containers(self) -> None:
+        spec = self.pod["spec"]
         for c in spec.get("initContainers") or []:
             code = self._run_to_end(
                 c, self.init_statuses, spec.get("restartPolicy", "Always") != "Never"
@@ -160,6 +204,8 @@ class PodRunner:
         restart, backoff = 0, BACKOFF_START
         while not self.stopping.is_set():
             code = self._once(c, table, restart)
+            if code is None:
+                continue
             if code == 0 or not retry:
                 return code
             restart += 1
@@ -172,6 +218,8 @@ class PodRunner:
         restart, backoff = 0, BACKOFF_START
         while not self.stopping.is_set():
             code = self._once(c, self.statuses, restart)
+            if code is None:
+                continue
             if self.stopping.is_set() or policy == "Never" or (policy == "OnFailure" and code == 0):
                 return
             restart += 1
@@ -194,11 +242,26 @@ class PodRunner:
         self._publish()
         self.stopping.wait(seconds)
 
-    def _once(self, c: dict[str, Any], table: dict[str, dict[str, Any]], restart: int) -> int:
+    def _once(
+        self, c: dict[str, Any], table: dict[str, dict[str, Any]], restart: int
+    ) -> int | None:
+        """One run of the container: its exit code, or None when it could not be made
+        yet (a missing ConfigMap or Secret key: retried, as the kubelet does)."""
         name = c["name"]
         cid = f"process://{self.uid}-{name}-{restart}"
         try:
             p = self._exec(c, restart)
+        except ConfigError as e:
+            with self.lock:
+                table[name] = {
+                    **table[name],
+                    "state": {
+                        "waiting": {"reason": "CreateContainerConfigError", "message": str(e)}
+                    },
+                }
+            self._publish()
+            self.stopping.wait(2.0)
+            return None
         except OSError as e:
             with self.lock:
                 table[name] = {
@@ -251,11 +314,9 @@ class PodRunner:
             ]
         phase = pod_phase(self.pod["spec"].get("restartPolicy", "Always"), mains, failed)
         ready = all("running" in s["state"] for s in mains)
-        status = {
+        status: dict[str, Any] = {
             "phase": phase,
             "hostIP": "127.0.0.1",
-            "podIP": "127.0.0.1",
-            "podIPs": [{"ip": "127.0.0.1"}],
             "startTime": self.started_at,
             "conditions": [
                 {"type": "PodScheduled", "status": "True"},
@@ -275,6 +336,9 @@ class PodRunner:
         }
         if inits:
             status["initContainerStatuses"] = inits
+        # the IP once the pod's network namespace exists, as the kubelet reports it
+        if self.sandbox is None or self.prepared:
+            status["podIP"], status["podIPs"] = self.pod_ip, [{"ip": self.pod_ip}]
         self.report(status)
 
 

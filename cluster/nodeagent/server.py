@@ -41,7 +41,7 @@ def make_handler(lookup: Lookup) -> type[http.server.BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        def do_GET(self) -> None:
             url = urllib.parse.urlsplit(self.path)
             parts = url.path.strip("/").split("/")
             if len(parts) != 4 or parts[0] != "containerLogs":

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 
 from tests.cluster.tier import CLUSTER, KUBECONFIG, pids, run
@@ -9,6 +12,8 @@ from tests.cluster.tier import CLUSTER, KUBECONFIG, pids, run
 
 @pytest.fixture(scope="session")
 def tier():
+    # the pods' `python` is this interpreter (torch, jupyter_ddl) unless told otherwise
+    os.environ.setdefault("CLUSTER_PYTHON", sys.executable)
     up = run(str(CLUSTER), "up", check=False, timeout=5000)
     assert up.returncode == 0, (
         f"scripts/cluster up failed:\n{up.stdout[-3000:]}\n{up.stderr[-3000:]}"

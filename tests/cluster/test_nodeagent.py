@@ -3,6 +3,7 @@ processes with the kubelet's statuses, and the kubelet log API over HTTPS."""
 
 from __future__ import annotations
 
+import base64
 import ssl
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "cluster"))
 
-from nodeagent import crilog, server
+from nodeagent import crilog, enter, envs, hosts, netns, server, volumes
 from nodeagent.pods import PodRunner, pod_phase
 
 
@@ -173,3 +174,205 @@ def test_follow_streams_lines_as_they_come(tmp_path, tls):
     finally:
         srv.shutdown()
         r.thread.join(10)
+
+
+# -- the pod's sandbox: pure parts ----------------------------------------------------
+
+
+def test_expand_follows_the_kubelet_rules():
+    env = {"A": "one", "EMPTY": ""}
+    assert envs.expand("$(A)-x", env) == "one-x"
+    assert envs.expand("$$(A) $(NOPE) $(EMPTY)|", env) == "$(A) $(NOPE) |"
+    assert envs.expand("$(A", env) == "$(A"
+    assert envs.expand("cost $5 $", env) == "cost $5 $"
+    assert envs.expand("$$$(A)", env) == "$one"
+
+
+def test_environment_orders_envfrom_env_and_refs():
+    objects = {
+        ("configmaps", "cm"): {"data": {"K": "from-cm", "bad name": "skipped"}},
+        ("secrets", "s"): {"data": {"pw": base64.b64encode(b"hunter2").decode()}},
+    }
+
+    def fetch(kind, name):
+        return objects.get((kind, name))
+
+    p = {"metadata": {"name": "p", "namespace": "ns", "uid": "u"}, "spec": {}}
+    c = {
+        "envFrom": [{"configMapRef": {"name": "cm"}, "prefix": "X_"}],
+        "env": [
+            {"name": "X_K", "value": "env wins over $(X_K)"},
+            {"name": "PW", "valueFrom": {"secretKeyRef": {"name": "s", "key": "pw"}}},
+            {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            {"name": "LATER", "value": "$(PW)/$(UNSET)/$(PATH)"},
+            {
+                "name": "GONE",
+                "valueFrom": {"configMapKeyRef": {"name": "no", "key": "k", "optional": True}},
+            },
+        ],
+        "command": ["echo", "$(LATER)"],
+    }
+    env = envs.environment(p, c, "10.0.0.9", fetch)
+    assert env == {
+        "X_K": "env wins over from-cm",
+        "PW": "hunter2",
+        "IP": "10.0.0.9",
+        "LATER": "hunter2/$(UNSET)/$(PATH)",
+    }
+    assert envs.command_line(c, env) == ["echo", "hunter2/$(UNSET)/$(PATH)"]
+    c["env"].append({"name": "M", "valueFrom": {"secretKeyRef": {"name": "s", "key": "nokey"}}})
+    with pytest.raises(envs.ConfigError, match="nokey"):
+        envs.environment(p, c, "10.0.0.9", fetch)
+
+
+def _pod(name, labels=None, ip="", hostname=None, subdomain=None, ns="ns", phase="Running"):
+    spec = {k: v for k, v in (("hostname", hostname), ("subdomain", subdomain)) if v}
+    return {
+        "metadata": {"name": name, "namespace": ns, "uid": name, "labels": labels or {}},
+        "spec": spec,
+        "status": {"podIP": ip, "phase": phase},
+    }
+
+
+def _svc(name, selector, headless=True, ns="ns"):
+    return {
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"selector": selector, "clusterIP": "None" if headless else "10.96.0.5"},
+    }
+
+
+def test_hosts_name_pods_and_services_as_cluster_dns_would():
+    me = _pod("job-node-0-0-x", {"j": "job"}, hostname="job-node-0-0", subdomain="job")
+    peer = _pod("job-node-0-1-y", {"j": "job"}, "10.1.0.3", "job-node-0-1", "job")
+    master = _pod("pt-master-0", {"r": "m"}, "10.1.0.4")
+    done = _pod("old", {"r": "m"}, "10.1.0.9", phase="Succeeded")
+    other = _pod("far", {"r": "f"}, "10.1.0.5", ns="other")
+    svcs = [
+        _svc("job", {"j": "job"}),
+        _svc("pt-master-0", {"r": "m"}),
+        _svc("web", {"r": "m"}, headless=False),
+        _svc("far", {"r": "f"}, ns="other"),
+        _svc("empty", {"r": "nobody"}),
+    ]
+    text = hosts.render(me, "10.1.0.2", [me, peer, master, done, other], svcs)
+    lines = text.splitlines()
+    assert lines[1] == "127.0.0.1\tlocalhost"
+    own = "10.1.0.2\tjob-node-0-0.job.ns.svc.cluster.local job-node-0-0.job.ns.svc job-node-0-0.job job-node-0-0"
+    assert lines[3] == own
+    assert (
+        "10.1.0.3\tjob-node-0-1.job.ns.svc.cluster.local job-node-0-1.job.ns.svc job-node-0-1.job"
+        in lines
+    )
+    assert "10.1.0.2\tjob.ns.svc.cluster.local job.ns.svc job" in lines
+    assert "10.1.0.3\tjob.ns.svc.cluster.local job.ns.svc job" in lines
+    assert "10.1.0.4\tpt-master-0.ns.svc.cluster.local pt-master-0.ns.svc pt-master-0" in lines
+    assert "10.1.0.4\tweb.ns.svc.cluster.local web.ns.svc web" in lines
+    assert "10.1.0.5\tfar.other.svc.cluster.local far.other.svc" in lines
+    assert "10.1.0.9" not in text and "empty" not in text
+    assert hosts.render(me, "10.1.0.2", [peer, other, master], svcs[::-1]) == text
+
+
+def test_hosts_file_is_rewritten_in_place(tmp_path):
+    f = tmp_path / "hosts"
+    assert hosts.write_in_place(f, "a\n")
+    inode = f.stat().st_ino
+    assert not hosts.write_in_place(f, "a\n")
+    assert hosts.write_in_place(f, "b\n") and f.read_text() == "b\n" and f.stat().st_ino == inode
+
+
+def test_volume_files_decode_binary_data_and_honour_items_and_modes():
+    cm = {"data": {"a.txt": "A"}, "binaryData": {"b.bin": base64.b64encode(b"\x00\xff").decode()}}
+    sec = {"data": {"k": base64.b64encode(b"v").decode()}}
+
+    def fetch(kind, name):
+        return {("configmaps", "cm"): cm, ("secrets", "s"): sec}.get((kind, name))
+
+    p = {
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u", "labels": {"b": "2", "a": "1"}},
+        "spec": {},
+    }
+
+    def files(vol):
+        return volumes.volume_files(vol, p, "10.0.0.2", fetch, lambda aud, secs: f"tok-{aud}")
+
+    assert files({"configMap": {"name": "cm"}}) == {
+        "a.txt": (b"A", 0o644),
+        "b.bin": (b"\x00\xff", 0o644),
+    }
+    got = files(
+        {"configMap": {"name": "cm", "items": [{"key": "b.bin", "path": "d/x", "mode": 0o600}]}}
+    )
+    assert got == {"d/x": (b"\x00\xff", 0o600)}
+    assert files({"secret": {"secretName": "s", "defaultMode": 0o400}}) == {"k": (b"v", 0o400)}
+    assert files({"configMap": {"name": "none", "optional": True}}) == {}
+    with pytest.raises(envs.ConfigError, match='"none" not found'):
+        files({"configMap": {"name": "none"}})
+    with pytest.raises(envs.ConfigError, match="leaves its volume"):
+        files({"configMap": {"name": "cm", "items": [{"key": "a.txt", "path": "../x"}]}})
+    projected = files(
+        {
+            "projected": {
+                "sources": [
+                    {"serviceAccountToken": {"path": "token", "audience": "api"}},
+                    {"configMap": {"name": "cm", "items": [{"key": "a.txt", "path": "ca.crt"}]}},
+                    {
+                        "downwardAPI": {
+                            "items": [
+                                {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}
+                            ]
+                        }
+                    },
+                ]
+            }
+        }
+    )
+    assert projected == {
+        "token": (b"tok-api", 0o600),
+        "ca.crt": (b"A", 0o644),
+        "labels": (b'a="1"\nb="2"', 0o644),
+    }
+    assert files({"emptyDir": {}}) is None
+
+
+def test_mounts_are_planned_parents_first_read_only_where_the_kubelet_says():
+    vols = {
+        "code": {"name": "code", "configMap": {"name": "cm"}},
+        "work": {"name": "work", "emptyDir": {}},
+        "data": {"name": "data", "persistentVolumeClaim": {"claimName": "c"}},
+    }
+    sources = {"code": "/d/code", "work": "/d/work", "data": "/claims/c"}
+    c = {
+        "volumeMounts": [
+            {"name": "work", "mountPath": "/w/sub/deep/"},
+            {"name": "code", "mountPath": "/w/code"},
+            {"name": "work", "mountPath": "/w"},
+            {"name": "data", "mountPath": "/data", "subPathExpr": "$(POD)", "readOnly": True},
+        ]
+    }
+    plan = volumes.plan_mounts(c, vols, sources, {"POD": "p-1"})
+    assert plan == [
+        volumes.Mount("/d/work", "/w", False),
+        volumes.Mount("/claims/c/p-1", "/data", True),
+        volumes.Mount("/d/code", "/w/code", True),
+        volumes.Mount("/d/work", "/w/sub/deep", False),
+    ]
+    with pytest.raises(envs.ConfigError, match="names no volume"):
+        volumes.plan_mounts({"volumeMounts": [{"name": "x", "mountPath": "/x"}]}, vols, sources, {})
+
+
+def test_network_names_fit_linux_and_carry_the_prefix():
+    for name in netns.names("0f6e5a4b-1c2d-4e3f-8a9b-0c1d2e3f4a5b"):
+        assert name.startswith("jddl") and len(name) <= 15
+    with pytest.raises(netns.NetError, match="/16 to /29"):
+        netns.Network("10.0.0.0/8")
+
+
+def test_a_missing_mount_point_is_made_and_its_top_recorded_unless_inside_a_mount(tmp_path):
+    record = tmp_path / "mountpoints"
+    enter.ensure(str(tmp_path / "a" / "b" / "c"), False, [], str(record))
+    enter.ensure(str(tmp_path / "a" / "file"), True, [], str(record))
+    enter.ensure(str(tmp_path / "m" / "x"), False, [str(tmp_path / "m")], str(record))
+    assert (tmp_path / "a" / "b" / "c").is_dir() and (tmp_path / "a" / "file").is_file()
+    assert record.read_text().splitlines() == [str(tmp_path / "a"), str(tmp_path / "a" / "file")]
+    enter.ensure(str(tmp_path / "a" / "b"), False, [], str(record))  # there: nothing new
+    assert len(record.read_text().splitlines()) == 2

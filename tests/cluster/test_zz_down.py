@@ -37,6 +37,10 @@ def test_down_leaves_nothing_behind(tier):
     assert "jddl" not in netns
     veths = run("ip", "-o", "link", "show", "type", "veth", check=False).stdout
     assert "jddl" not in veths
+    bridges = run("ip", "-o", "link", "show", "type", "bridge", check=False).stdout
+    assert "jddl" not in bridges
+    # the mount points pods needed and this machine lacked are gone again
+    assert not (STATE / "mountpoints").exists() and not (STATE / "poddata").exists()
     # nothing listens on the tier's ports any more
     listening = run("ss", "-ltnH", check=False).stdout
     for port in (6443, 23790, 10257, 10259):

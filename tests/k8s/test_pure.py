@@ -193,3 +193,43 @@ def test_importing_the_backend_does_not_import_kubernetes():
     code = "import sys, jupyter_ddl.backends.kubernetes as k; print('kubernetes' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("caught", ["waiting", "killed"])
+def test_a_job_failed_while_its_replicas_wait_to_restart_names_the_root_cause(caught):
+    """Seen on the real tier: under OnFailure every replica crashed and waited in
+    CrashLoopBackOff when the operator failed the job at its backoff limit and deleted
+    the pods (cleanPodPolicy Running); the replicas' last runs failed, so the job's
+    message names the root cause, not only the operator's reason."""
+    pt = {"metadata": {"name": "j", "labels": {"jupyter-ddl.io/strategy": "torch-ddp"}},
+          "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1}, "Worker": {"replicas": 1}}},
+          "status": {"conditions": [{"type": "Failed", "status": "True",
+                                     "message": "Job j has failed because it has reached the specified backoff limit"}]}}  # fmt: skip
+
+    def crashed(role, at):
+        labels = {
+            "training.kubeflow.org/replica-type": role,
+            "training.kubeflow.org/replica-index": "0",
+        }
+        # waiting in CrashLoopBackOff, or its third run killed by the job's end (143)
+        now = ({"waiting": {"reason": "CrashLoopBackOff"}} if caught == "waiting"
+               else {"terminated": {"exitCode": 143, "finishedAt": "2026-01-01T00:00:09Z"}})  # fmt: skip
+        return _pod(labels, "Running", name="pytorch", restartCount=2, state=now,
+                    lastState={"terminated": {"exitCode": 1, "finishedAt": at}})  # fmt: skip
+
+    pods = [crashed("master", "2026-01-01T00:00:02Z"), crashed("worker", "2026-01-01T00:00:01Z")]
+    lines = {
+        "worker-0": ["Traceback (most recent call last):", "ValueError: rank one is broken"],
+        "master-0": [
+            "Traceback (most recent call last):",
+            "RuntimeError: Connection closed by peer",
+        ],
+    }
+    # heard deleted (cleanPodPolicy Running) or still listed when the job's end is heard
+    gone, live = (pods, []) if caught == "waiting" else ([], pods)
+    st = S.job_status(PYTORCHJOB, pt, live, gone=gone, last_lines=lines)
+    assert st.state == JobState.FAILED
+    assert [r.state for r in st.replicas] == [ReplicaState.FAILED, ReplicaState.FAILED]
+    assert st.replicas[1].exit_code == 1
+    assert st.message.startswith("worker-0 failed first: ValueError: rank one is broken")
+    assert st.message.endswith("reached the specified backoff limit")

@@ -105,6 +105,14 @@ def replica_status(kind: Kind, role: str, index: int, pod: dict[str, Any] | None
     return rs
 
 
+def _failed_run(kind: Kind, pod: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The last run of a pod's container, when it ended badly (the pod waits to restart)."""
+    if pod is None:
+        return None
+    last = ((container_status(kind, pod) or {}).get("lastState") or {}).get("terminated")
+    return last if last and (last.get("exitCode") or last.get("signal")) else None
+
+
 def epoch(ts: str | None) -> float | None:
     """Epoch seconds of an RFC 3339 time, with its fraction when it has one."""
     return timestamps.parse(ts) if ts else None
@@ -208,7 +216,16 @@ def job_status(
     state, message = job_state(obj, replicas)
     for r in replicas:
         stopped = state == JobState.CANCELLED or (r.role, r.index) in ended
-        if stopped and not r.state.finished:
+        # a replica that crashed and restarted in a job that failed (its backoff limit
+        # reached, whatever state its last run was caught in, even killed by the job's
+        # end) failed: the root cause is read from it
+        if state == JobState.FAILED and r.restarts and not r.state.finished:
+            r.state = ReplicaState.FAILED
+            last = _failed_run(kind, by_id.get((r.role, r.index)))
+            if last:
+                r.exit_code = last.get("exitCode")
+                r.signal = int(last["signal"]) if last.get("signal") else None
+        elif stopped and not r.state.finished:
             r.state = ReplicaState.TERMINATED
         elif state.finished and r.pod is None and not r.state.finished:
             # never seen: its pod came and went before anyone looked (a finished JobSet

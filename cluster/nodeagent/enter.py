@@ -1,0 +1,79 @@
+"""The last step before a container's command: run as `python3 -I -S enter.py PLAN` inside
+the pod's network namespace and a private mount (and UTS) namespace of its own
+(`ip netns exec NS unshare --mount --uts --propagation private ...`), it sets the pod's
+hostname, makes the container's bind mounts (volumes, the pod's hosts file over
+/etc/hosts), enters the working directory and execs the command, which keeps this pid.
+
+Standalone (standard library only, no imports from the package) so it runs isolated
+from the container's PYTHONPATH. A mount point missing on this machine is created, and
+its topmost new path recorded in the plan's `record` file so `scripts/cluster down` can
+remove it; the mounts themselves end with the namespace.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import socket
+import sys
+
+MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC = 1, 32, 4096, 16384
+
+
+def _mount(src: str | None, target: str, flags: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    s = None if src is None else src.encode()
+    if libc.mount(s, target.encode(), None, flags, None) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount {src} on {target}: {os.strerror(err)}")
+
+
+def _under(path: str, parent: str) -> bool:
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
+
+
+def ensure(target: str, is_file: bool, mounted: list[str], record: str | None) -> None:
+    """Create `target` (a directory, or an empty file) and what is missing above it."""
+    if os.path.lexists(target):
+        return
+    missing = target
+    while not os.path.lexists(os.path.dirname(missing)):
+        missing = os.path.dirname(missing)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    if is_file:
+        open(target, "a").close()
+    else:
+        os.mkdir(target)
+    if record and not any(_under(missing, m) for m in mounted):
+        with open(record, "a") as f:
+            f.write(missing + "\n")
+
+
+def main(plan_path: str) -> int:
+    with open(plan_path) as f:
+        plan = json.load(f)
+    if plan.get("hostname"):
+        socket.sethostname(plan["hostname"])
+    mounted: list[str] = []
+    for src, target, read_only in plan.get("mounts") or []:
+        if not os.path.exists(src):
+            os.makedirs(src, exist_ok=True)  # a subPath of a directory volume
+        ensure(target, os.path.isfile(src), mounted, plan.get("record"))
+        _mount(src, target, MS_BIND | MS_REC)
+        if read_only:
+            _mount(None, target, MS_REMOUNT | MS_BIND | MS_RDONLY)
+        mounted.append(target)
+    if plan.get("cwd"):
+        ensure(plan["cwd"], False, mounted, plan.get("record"))
+        os.chdir(plan["cwd"])
+    argv = plan["argv"]
+    try:
+        os.execvp(argv[0], argv)
+    except OSError as e:
+        print(f"exec {argv[0]}: {e.strerror}", file=sys.stderr, flush=True)
+    return 128
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
