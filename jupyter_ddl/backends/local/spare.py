@@ -20,14 +20,16 @@ import ctypes
 import json
 import os
 import select
+import signal
 import socket
 import struct
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import psutil
 
@@ -53,30 +55,81 @@ def warm_up(keep: set[str], root: str) -> Fresh:
 
 
 def main(fresh: Fresh, root_dir: str, idle: float) -> int:
+    """Serve hand-overs until idle for ``idle`` seconds: the spare is never consumed.
+
+    Like a zygote it forks, per connection, a child that reads the request, and that
+    child (in a session of its own) either refuses or becomes the job's supervisor. The
+    spare itself never reads a request, so nothing of a job (its environment, its
+    secrets) is ever in its memory, and every job starts from the same untouched state.
+    It stays while any job it started runs and for ``idle`` seconds after the last."""
     stop, wake = supervisor_main.handle_signals()
     root = Path(root_dir)
     listener = _listen(root)
-    deadline = time.monotonic() + idle
+    children: set[int] = set()
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)  # wakes the select below
+    last = time.monotonic()
     try:
-        while not stop.is_set() and time.monotonic() < deadline:
+        while not stop.is_set():
+            if _reap(children):
+                last = time.monotonic()
+            if not children and time.monotonic() >= last + idle:
+                return 0
             if not warm.socket_path(root, os.getpid()).exists():
-                return 0  # removed: asked to go
-            ready, _, _ = select.select([listener], [], [], POLL)
+                return 0  # removed: asked to go (its jobs' supervisors go on)
+            try:
+                ready, _, _ = select.select([listener], [], [], POLL)
+            except InterruptedError:
+                continue
             if not ready:
                 continue
             conn, _ = listener.accept()
-            with conn:
-                job = _answer(conn, root)
-            if isinstance(job, int):  # the supervisor is our child now: wait for it
-                listener.close()
-                return _wait_for(job)
-            if job is not None:
-                listener.close()
-                return _take(job[0], job[1], fresh, stop, wake)
+            pid = _session()
+            if pid == 0:
+                _child(conn, listener, root, fresh, stop, wake)
+            conn.close()
+            children.add(pid)
+            last = time.monotonic()
         return 0
     finally:
         listener.close()
         _forget(root)
+
+
+def _child(
+    conn: socket.socket, listener: socket.socket, root: Path, fresh: Fresh, stop: Any, wake: Any
+) -> NoReturn:
+    """The spare's child: the job's supervisor, or a refusal and out. It never returns
+    into the spare's loop (whose cleanup would remove the spare's socket)."""
+    code = 1
+    try:
+        listener.close()
+        with conn:
+            job = _answer(conn, root)
+        if job is None:
+            code = 0
+        else:
+            code = _take(job[0], job[1], fresh, stop, wake)
+    except BaseException:  # noqa: BLE001 - said in the log, then out
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+
+def _reap(children: set[int]) -> bool:
+    """Collect the children that ended; whether any did."""
+    ended = False
+    for pid in list(children):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            children.discard(pid)
+            ended = True
+    return ended
 
 
 def _listen(root: Path) -> socket.socket:
@@ -99,10 +152,9 @@ def _forget(root: Path) -> None:
             path.unlink()
 
 
-def _answer(conn: socket.socket, root: Path) -> tuple[JobDir, dict[str, Any]] | int | None:
-    """Read a hand-over and answer it. In the process committed to the job (a child of
-    the spare, see ``_session``): the job and the request; in the spare: the child's
-    pid; None when refused."""
+def _answer(conn: socket.socket, root: Path) -> tuple[JobDir, dict[str, Any]] | None:
+    """In the spare's child: read a hand-over and answer it; the job and the request
+    once committed to it, None when refused."""
     conn.settimeout(warm.ANSWER_TIMEOUT)
     try:
         _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
@@ -111,10 +163,6 @@ def _answer(conn: socket.socket, root: Path) -> tuple[JobDir, dict[str, Any]] | 
         if why is not None:
             conn.sendall(json.dumps({"ok": False, "why": why}).encode() + b"\n")
             return None
-        _forget(root)  # taken: no other kernel may find it from here on
-        child = _session()
-        if child:
-            return child
         me = psutil.Process()
         conn.sendall(
             json.dumps({"ok": True, "pid": me.pid, "create_time": me.create_time()}).encode()
@@ -126,31 +174,20 @@ def _answer(conn: socket.socket, root: Path) -> tuple[JobDir, dict[str, Any]] | 
 
 
 def _session() -> int:
-    """Fork the job's supervisor into a session of its own; its pid here, 0 in it.
+    """Fork a child into a session of its own; its pid here, 0 in it.
 
     The spare imported the framework in a session whose autogroup it made the least
     favoured (``warm.BOOT``), so that the import never slowed a job. A supervisor left
     there would get almost no CPU beside busy replicas, its pipes would fill and stall
     them; a session leader cannot start a new session, but its child can, and a new
     session comes with a new autogroup at the normal weight. The fork happens in the
-    main thread, with no other thread running, as the replicas' forks do."""
+    main thread, with no other thread running, as the replicas' forks do. The child
+    leaves the spare's SIGCHLD handling (a supervisor waits for its replicas itself)."""
     pid = os.fork()
     if pid == 0:
         os.setsid()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     return pid
-
-
-def _wait_for(pid: int) -> int:
-    """The spare after a hand-over: wait for the supervisor it forked (the kernel reaps
-    the spare, the spare its child), and end with its exit status."""
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-        except ChildProcessError:
-            return 0
-        except InterruptedError:
-            continue
-        return os.waitstatus_to_exitcode(status) % 256
 
 
 def _refusal(request: Any, uid: int, root: Path) -> str | None:
