@@ -33,7 +33,9 @@ def asked(double, since: int) -> dict[str, int]:
 
 
 def configmaps(double) -> list[str]:
-    return sorted(o["metadata"]["name"] for o in double.store.list("core/v1/configmaps", "team-a")[0])
+    return sorted(
+        o["metadata"]["name"] for o in double.store.list("core/v1/configmaps", "team-a")[0]
+    )
 
 
 def test_a_second_submit_asks_nothing_the_first_learnt(backend, double):

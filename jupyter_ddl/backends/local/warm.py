@@ -190,8 +190,8 @@ def _ask(root: Path, pid: int, started: float, request: dict[str, Any]) -> tuple
         return int(answer["pid"]), float(answer["create_time"])
     if isinstance(answer, dict) and isinstance(answer.get("why"), str):
         return f"the warm interpreter refused the job ({answer['why']})"
-    if _still_running(pid, started):  # another job got it first: it supervises that one
-        return "the warm interpreter was taken by another job"
+    if _still_running(pid, started):  # the child it forked for the job ended unanswered
+        return f"the warm interpreter's child ended before it answered (see {root / 'spare.log'})"
     return _gone(root, pid, started, "the warm interpreter ended during the hand-over")
 
 
