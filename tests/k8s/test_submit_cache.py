@@ -72,15 +72,19 @@ def test_a_role_taken_away_after_a_kept_review_is_reported_clearly_and_forgotten
     assert "the service account may not create pytorchjobs in namespace team-a" in str(again.value)
 
 
-def test_a_crd_removed_after_discovery_was_kept_is_found_at_the_next_submit(backend, double):
-    backend.submit(spec(), build_bundle("pass\n"))
-    double.catalog.crds = ["TFJob/v1"]  # the PyTorchJob operator was uninstalled
-    with pytest.raises((BackendUnavailable, PermissionDenied, Exception)) as e:
+def test_a_crd_removed_after_discovery_was_kept_is_reported_and_forgotten(backend, double):
+    backend.submit(spec(), build_bundle("pass\n"))  # discovery read, and kept
+    before = configmaps(double)
+    double.catalog.crds = ["TFJob/v1"]  # the PyTorchJob operator was uninstalled since
+    with pytest.raises(BackendUnavailable) as e:  # the create's 404, said as a missing CRD
         backend.submit(spec(), build_bundle("pass\n"))
-    assert "\n" not in str(e.value)
-    with pytest.raises(BackendUnavailable) as again:  # discovery read anew
+    assert "PyTorchJob" in str(e.value) and "\n" not in str(e.value)
+    assert configmaps(double) == before  # its ConfigMap removed again
+    start = len(double.state.requests)
+    with pytest.raises(BackendUnavailable) as again:  # discovery read anew: refused before a write
         backend.submit(spec(), build_bundle("pass\n"))
-    assert "PyTorchJob" in str(again.value)
+    assert asked(double, start)["discovery"] >= 1 and asked(double, start)["creates"] == 0
+    assert "CRD is not installed" in str(again.value)
 
 
 def test_kept_reviews_expire_after_their_time():
