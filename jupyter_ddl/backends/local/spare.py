@@ -1,16 +1,17 @@
-"""A spare supervisor: a warm interpreter that becomes the next torch job's supervisor.
+"""A spare supervisor: a warm interpreter that forks every later torch job's supervisor.
 
 Started by ``warm.start_spare`` (``python -c warm.BOOT``) in its own session, with only
 the variables the framework reads as it loads (``warm.spare_environ``). It has imported torch (no device touched)
 before anything of jupyter_ddl, noted what a fresh replica holds at that point
-(``forked.Fresh``), and waits on ``<pid>.sock`` in the warm directory. Given a job
-(``warm.hand_over``) it checks it, forks, and the child, in a session of its own,
-answers and from then on *is* the job's supervisor, exactly as
+(``forked.Fresh``), and waits on ``<pid>.sock`` in the warm directory. Given a
+connection (``warm.hand_over``) it forks, and the child, in a session of its own, reads
+the job, checks it, answers and from then on *is* the job's supervisor, exactly as
 ``control.start_supervisor`` would have made one: the job's environment (nothing left of
 the one the spare started with, see ``scrub_initial_environ``) and the kernel's CPU affinity, the job directory as working directory, output to
 ``supervisor.log``, the subreaper of everything below it, its own ``supervisor.json``;
-then ``supervisor.run_job`` with replicas forked from it. A spare nobody asks for exits
-after its idle time, or when its socket is removed.
+then ``supervisor.run_job`` with replicas forked from it. The spare goes on listening
+(``main``); it exits ``local_warm_seconds`` after the last job it forked ended, or when
+its socket is removed.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import ctypes
 import json
 import os
 import select
-import signal
 import socket
 import struct
 import subprocess
@@ -66,11 +66,10 @@ def main(fresh: Fresh, root_dir: str, idle: float) -> int:
     root = Path(root_dir)
     listener = _listen(root)
     children: set[int] = set()
-    signal.signal(signal.SIGCHLD, lambda signum, frame: None)  # wakes the select below
     last = time.monotonic()
     try:
         while not stop.is_set():
-            if _reap(children):
+            if _reap(children):  # ended children are collected within POLL seconds
                 last = time.monotonic()
             if not children and time.monotonic() >= last + idle:
                 return 0
@@ -181,12 +180,10 @@ def _session() -> int:
     there would get almost no CPU beside busy replicas, its pipes would fill and stall
     them; a session leader cannot start a new session, but its child can, and a new
     session comes with a new autogroup at the normal weight. The fork happens in the
-    main thread, with no other thread running, as the replicas' forks do. The child
-    leaves the spare's SIGCHLD handling (a supervisor waits for its replicas itself)."""
+    main thread, with no other thread running, as the replicas' forks do."""
     pid = os.fork()
     if pid == 0:
         os.setsid()
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     return pid
 
 
