@@ -51,6 +51,7 @@ AREAS = {
     "image": "image",
     "local_launch": "local launch, 2-rank gloo rendezvous",
     "warm_sequence": "warm availability, a realistic sequence",
+    "k8s_submit": "Kubernetes submit, API double 50 ms away",
     "local_scale": "local backend, as replicas grow",
     "log_streaming": "log streaming, local",
     "k8s_logs": "log streaming, Kubernetes API double",
@@ -69,6 +70,7 @@ BUDGET_S = {
     "k8s_scale": 240,
     "training_overhead": 120,
     "warm_sequence": 480,
+    "k8s_submit": 240,
 }
 DEFAULT_BUDGET_S = 90
 REPEATS = 5
