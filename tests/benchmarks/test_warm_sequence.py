@@ -81,3 +81,10 @@ def test_the_submit_benchmark_runs_in_its_short_form():
     rows = k8s_submit.run(quick=True)
     assert {r.measure.split(":")[0] for r in rows} >= set(k8s_submit.KINDS)
     assert all(r.error == "kubectl is not on PATH" or math.isfinite(r.ours) for r in rows)
+
+
+def test_gaps_shrink_in_proportion_to_fit_the_budget():
+    assert warm_sequence.fit(10, (5.0, 30.0), None) == (5.0, 30.0)
+    low, high = warm_sequence.fit(10, (5.0, 30.0), 190)
+    assert high / low == pytest.approx(6) and 9 * (low + high) / 2 == pytest.approx(0.6 * 190)
+    assert warm_sequence.fit(3, (0.2, 0.5), 190) == (0.2, 0.5)
