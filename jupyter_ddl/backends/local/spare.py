@@ -81,8 +81,15 @@ def main(fresh: Fresh, root_dir: str, idle: float) -> int:
                 continue
             if not ready:
                 continue
-            conn, _ = listener.accept()
-            pid = _session()
+            try:
+                conn, _ = listener.accept()
+            except OSError:  # the kernel gave up connecting meanwhile
+                continue
+            try:
+                pid = _session()
+            except OSError:  # no fork now: the kernel reads the closed connection, goes cold
+                conn.close()
+                continue
             if pid == 0:
                 _child(conn, listener, root, fresh, stop, wake)
             conn.close()
@@ -100,6 +107,7 @@ def _child(
     """The spare's child: the job's supervisor, or a refusal and out. It never returns
     into the spare's loop (whose cleanup would remove the spare's socket)."""
     code = 1
+    stop.clear()  # a signal the spare had just received was the spare's, not this job's
     try:
         listener.close()
         with conn:
