@@ -40,6 +40,7 @@ NOT_BENCHMARKS = {"table", "runner", "__main__"}
 ORDER = (
     "image",
     "local_launch",
+    "warm_sequence",
     "local_scale",
     "log_streaming",
     "k8s_logs",
@@ -49,6 +50,8 @@ ORDER = (
 AREAS = {
     "image": "image",
     "local_launch": "local launch, 2-rank gloo rendezvous",
+    "warm_sequence": "warm availability, a realistic sequence",
+    "k8s_submit": "Kubernetes submit, API double 50 ms away",
     "local_scale": "local backend, as replicas grow",
     "log_streaming": "log streaming, local",
     "k8s_logs": "log streaming, Kubernetes API double",
@@ -66,6 +69,8 @@ BUDGET_S = {
     "k8s_logs": 90,
     "k8s_scale": 240,
     "training_overhead": 120,
+    "warm_sequence": 190,  # its gaps shrink to fit (see warm_sequence.fit)
+    "k8s_submit": 55,
 }
 DEFAULT_BUDGET_S = 90
 REPEATS = 5

@@ -66,6 +66,9 @@ class Config:
     kube_connect_timeout: float = 3.0
     kube_read_timeout: float = 5.0
     kube_write_timeout: float = 30.0
+    # How long a submit trusts the access reviews an earlier one was granted (0: asks
+    # every time); discovery and the Trainer release are kept while the backend lives.
+    kube_access_cache_seconds: float = 300.0
     # Kubeflow Trainer release a TrainJob is written for (v2.0.0 ... v2.3.0); None: found
     # on the cluster at submit, the newest supported in a dry run
     trainer_release: str | None = None
@@ -288,6 +291,7 @@ _RULES: dict[str, _Rule] = {
     "kube_connect_timeout": _SECONDS,
     "kube_read_timeout": _SECONDS,
     "kube_write_timeout": _SECONDS,
+    "kube_access_cache_seconds": _Rule("float", low=0, cap=86400, example="60"),
     "local_max_processes": _Rule("int", optional=True, low=1, cap=4096, example="16"),
     "local_env_passthrough": _Rule("list", example="HF_HOME,WANDB_MODE", extra=_env_names),
     "stall_seconds": _Rule("float", low=0, cap=7 * 86400, example="120"),

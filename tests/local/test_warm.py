@@ -253,16 +253,24 @@ def _autogroup_nice(pid: int) -> int:
         return int(f.read().split()[-1])
 
 
-def test_the_spare_imports_least_favoured_and_its_supervisor_runs_at_the_normal_weight(data_dir):
+def test_the_spare_imports_least_favoured_then_serves_at_the_normal_weight(data_dir):
     """Linux shares the CPU evenly between sessions (autogroups) whatever their threads'
     nice values: a spare importing torch beside a starting job slowed it by half. The
-    spare's session is made least favoured; the supervisor it forks gets a session,
-    and so an autogroup, of its own at the normal weight, and so do the replicas."""
+    spare's session starts least favoured and goes back to the normal weight after
+    ``warm.PROMOTE`` seconds or once imported; each supervisor it forks gets a session,
+    and so an autogroup, of its own at the normal weight, and so do the replicas; the
+    spare stays for the next job."""
     require.module("torch")
-    spare = ready_spare(data_dir)
+    root = warm.warm_dir(data_dir)
+    proc = warm.start_spare(root, 600, os.environ)
+    assert proc is not None
     grouped = os.path.exists("/proc/self/autogroup")
     if grouped:
-        assert _autogroup_nice(spare) == 19
+        until(lambda: _autogroup_nice(proc.pid) == 19, timeout=30, what="the least favoured import")
+    spare = ready_spare(data_dir)
+    assert spare == proc.pid
+    if grouped:
+        assert _autogroup_nice(spare) == 0
     backend = LocalBackend()
     name = submit(
         backend, "import time\nprint('up', flush=True)\ntime.sleep(60)\n", "torch-ddp", DDP
@@ -279,9 +287,4 @@ def test_the_spare_imports_least_favoured_and_its_supervisor_runs_at_the_normal_
     finally:
         backend.cancel(name)
     assert wait(backend, name).state == JobState.CANCELLED
-    until(
-        lambda: (
-            not psutil.pid_exists(spare) or psutil.Process(spare).status() == psutil.STATUS_ZOMBIE
-        ),
-        what="the spare ended with the supervisor it forked",
-    )
+    assert proc.poll() is None and (root / f"{spare}.sock").exists()  # ready for the next

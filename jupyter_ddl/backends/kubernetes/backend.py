@@ -20,6 +20,7 @@ from jupyter_ddl.backends.base import Backend, LogQuery
 from jupyter_ddl.backends.kubernetes import status as S
 from jupyter_ddl.backends.kubernetes.api_errors import from_api_exception
 from jupyter_ddl.backends.kubernetes.capabilities import capabilities
+from jupyter_ddl.backends.kubernetes.checkcache import CheckCache
 from jupyter_ddl.backends.kubernetes.connection import (
     SA_DIR,
     Connection,
@@ -73,6 +74,8 @@ class KubernetesBackend(Backend):
         self._refs: dict[str, Ref] = {}  # job name -> where it is, once seen
         self._lock = threading.Lock()
         self.usage_every = usage_every
+        # what one submit's checks learnt, for the next (dropped with the connection)
+        self._checks: CheckCache | None = None
 
     # -- plumbing -----------------------------------------------------------------------
     @property
@@ -120,13 +123,13 @@ class KubernetesBackend(Backend):
 
     # -- Backend --------------------------------------------------------------------------
     def submit(self, spec: JobSpec, bundle: CodeBundle) -> JobHandle:
-        done = submit(
-            self.conn,
-            self.config,
-            spec,
-            bundle,
-            self._environ if self._environ is not None else os.environ,
-        )
+        conn = self.conn
+        with self._lock:
+            if self._checks is None:
+                self._checks = CheckCache(self.config.kube_access_cache_seconds)
+            checks = self._checks
+        environ = self._environ if self._environ is not None else os.environ
+        done = submit(conn, self.config, spec, bundle, environ, checks=checks)
         md = done.job["metadata"]
         self._refs[spec.name] = Ref(done.kind, md.get("namespace") or self.conn.namespace)
         return JobHandle(name=spec.name, backend=self.name, namespace=self._refs[spec.name].namespace,
@@ -270,6 +273,9 @@ class KubernetesBackend(Backend):
         return capabilities(self.conn, self.config)
 
     def close(self) -> None:
+        if self._checks is not None:
+            self._checks.close()
+            self._checks = None
         if self._conn is not None:
             self._conn.close()
             self._conn = None

@@ -9,9 +9,11 @@ cannot attach them).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from jupyter_ddl.backends.kubernetes.api_errors import crd_missing, from_api_exception
+from jupyter_ddl.backends.kubernetes.checkcache import Check, CheckCache, parallel
 from jupyter_ddl.backends.kubernetes.connection import Connection
 from jupyter_ddl.config import Config
 from jupyter_ddl.core.kinds import Kind
@@ -20,8 +22,6 @@ from jupyter_ddl.image.credentials import CredentialStore
 from jupyter_ddl.image.reference import parse_reference
 from jupyter_ddl.image.registry import RegistryClient
 from jupyter_ddl.models import JobSpec
-
-Check = tuple[str, str, str, str]  # (verb, group, resource, subresource)
 
 #: (verb, group, resource, subresource) the backend needs besides creating the job
 POD_ACCESS = (
@@ -58,9 +58,12 @@ def serving_versions(conn: Connection, group: str, plural: str) -> list[str]:
     return out
 
 
-def check_crd(conn: Connection, kind: Kind) -> None:
+def check_crd(conn: Connection, kind: Kind, cache: CheckCache | None = None) -> None:
     """Raise BackendUnavailable naming the operator when ``kind`` is not served."""
-    served = serving_versions(conn, kind.group, kind.plural)
+    if cache is None:
+        served = serving_versions(conn, kind.group, kind.plural)
+    else:
+        served = cache.served(kind.group, kind.plural, lambda: serving_versions(conn, kind.group, kind.plural))  # fmt: skip
     if kind.version in served:
         return
     err = crd_missing(kind)
@@ -83,38 +86,52 @@ def podgroup_check(obj: dict[str, Any]) -> Check:
     return ("create", group, obj["kind"].lower() + "s", "")
 
 
-def check_access(conn: Connection, kind: Kind, extra: Sequence[Check] = ()) -> None:
-    """SelfSubjectAccessReview for every verb we need; names each one refused (an RBAC
-    refusal: a Role is the cure)."""
-    from kubernetes import client
-    from kubernetes.client import ApiException
-
-    missing = []
-    for verb, group, resource, sub in access_checks(kind, extra):
-        body = client.V1SelfSubjectAccessReview(
-            spec=client.V1SelfSubjectAccessReviewSpec(
-                resource_attributes=client.V1ResourceAttributes(
-                    namespace=conn.namespace,
-                    verb=verb,
-                    group=group,
-                    resource=resource,
-                    subresource=sub or None,
-                )
-            )
-        )
-        try:
-            review = conn.client("AuthorizationV1Api").create_self_subject_access_review(body)
-        except ApiException as e:
-            if e.status in (403, 404):  # cannot even ask: let the real calls tell
-                return
-            raise from_api_exception(e, action="checking permissions") from e
-        if not (review.status and review.status.allowed):
-            missing.append(f"{verb} {resource}{'/' + sub if sub else ''}")
+def check_access(
+    conn: Connection, kind: Kind, extra: Sequence[Check] = (), cache: CheckCache | None = None
+) -> None:
+    """SelfSubjectAccessReview for every verb we need, side by side, but those allowed
+    within the cache's time; names each one refused (an RBAC refusal: a Role is the
+    cure)."""
+    checks = access_checks(kind, extra)
+    if cache is not None:
+        checks = cache.unchecked(conn.namespace, checks)
+    answers = parallel(cache.pool if cache else None, [partial(_review, conn, c) for c in checks])
+    if any(a is None for a in answers):  # cannot even ask: let the real calls tell
+        return
+    missing = [f"{v} {r}{'/' + sub if sub else ''}" for (v, _, r, sub), ok in zip(checks, answers, strict=True) if not ok]  # fmt: skip
+    if cache is not None:
+        cache.allow(conn.namespace, [c for c, ok in zip(checks, answers, strict=True) if ok])
     if missing:
         raise PermissionDenied(
             f"the service account may not {', '.join(missing)} in namespace {conn.namespace}",
             hint="ask an admin for a Role granting these verbs (Kubeflow: the profile's default-editor role)",
         )
+
+
+def _review(conn: Connection, check: Check) -> bool | None:
+    """Whether the API server allows ``check``; None when it will not say."""
+    from kubernetes import client
+    from kubernetes.client import ApiException
+
+    verb, group, resource, sub = check
+    body = client.V1SelfSubjectAccessReview(
+        spec=client.V1SelfSubjectAccessReviewSpec(
+            resource_attributes=client.V1ResourceAttributes(
+                namespace=conn.namespace,
+                verb=verb,
+                group=group,
+                resource=resource,
+                subresource=sub or None,
+            )
+        )
+    )
+    try:
+        review = conn.client("AuthorizationV1Api").create_self_subject_access_review(body)
+    except ApiException as e:
+        if e.status in (403, 404):
+            return None
+        raise from_api_exception(e, action="checking permissions") from e
+    return bool(review.status and review.status.allowed)
 
 
 def check_image(cfg: Config, image: str) -> None:

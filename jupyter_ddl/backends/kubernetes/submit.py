@@ -19,10 +19,12 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from jupyter_ddl.backends.kubernetes import notebook, preflight, runtimes, shipping
 from jupyter_ddl.backends.kubernetes.api_errors import from_api_exception
+from jupyter_ddl.backends.kubernetes.checkcache import CheckCache, parallel
 from jupyter_ddl.backends.kubernetes.connection import Connection
 from jupyter_ddl.backends.kubernetes.objects import STRICT, CustomObjects
 from jupyter_ddl.backends.kubernetes.status import ANNOTATION_IMAGE, ANNOTATION_WARNINGS
@@ -76,6 +78,12 @@ def notebook_pod(conn: Connection) -> dict[str, Any] | None:
     return pod
 
 
+def _pod_and_defaults(conn: Connection) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The notebook's pod and, when there is one, the PodDefaults that may apply."""
+    pod = notebook_pod(conn)
+    return pod, (_poddefaults(conn) if pod is not None else [])
+
+
 def _poddefaults(conn: Connection) -> list[dict[str, Any]]:
     """The namespace's PodDefaults (none where the CRD is absent)."""
     from kubernetes.client import ApiException
@@ -98,11 +106,14 @@ def _with_options(spec: JobSpec, **options: Any) -> JobSpec:
     return dataclasses.replace(spec, backend_options={**spec.backend_options, **options})
 
 
-def _for_trainer(conn: Connection, cfg: Config, spec: JobSpec) -> tuple[JobSpec, runtimes.Found | None]:  # fmt: skip
+def _for_trainer(
+    conn: Connection, cfg: Config, spec: JobSpec, checks: CheckCache | None = None
+) -> tuple[JobSpec, runtimes.Found | None]:
     """A TrainJob's spec with the cluster's Trainer release and its runtime's layout."""
     if spec.shape.runtime is None:
         return spec, None
-    found = runtimes.find_release(conn, cfg)
+    ask = partial(runtimes.find_release, conn, cfg)
+    found: runtimes.Found = ask() if checks is None else checks.release(ask)
     spec = _with_options(spec, **{TRAINER_RELEASE_OPTION: found.release})
     kind = spec.backend_options.get("runtime_kind", "ClusterTrainingRuntime")
     layout = runtimes.read_runtime(conn, str(spec.shape.trainjob_runtime), kind)
@@ -112,31 +123,45 @@ def _for_trainer(conn: Connection, cfg: Config, spec: JobSpec) -> tuple[JobSpec,
     return spec, found
 
 
+def _absent(conn: Connection, kind: Kind, name: str) -> None:
+    if CustomObjects(conn, kind).get(name) is not None:
+        raise JobConflict(
+            f"submitting {kind}: a job named {name!r} exists already in namespace {conn.namespace}",
+            hint="choose another name, or `%ddl delete` the old job",
+        )
+
+
 def submit(
     conn: Connection,
     cfg: Config,
     spec: JobSpec,
     bundle: CodeBundle,
     environ: Mapping[str, str] | None = None,
+    *,
+    checks: CheckCache | None = None,
 ) -> Submitted:
-    """Create the job; raises the errors of ``Backend.submit``."""
+    """Create the job; raises the errors of ``Backend.submit``. ``checks``: what an
+    earlier submit learnt, and a pool to run the checks side by side (``checkcache``)."""
     home = conn  # where the notebook runs
     spec = dataclasses.replace(spec, namespace=spec.namespace or conn.namespace)
     conn = conn.at(spec.namespace)
 
-    # -- checks: nothing is written before all of them pass --------------------------
-    spec, found = _for_trainer(conn, cfg, spec)
-    kind = spec.shape.job_kind
-    preflight.check_crd(conn, kind)
+    # -- checks: nothing is written before all of them pass; independent ones run side
+    # by side, and the error is the one they would raise first run in this order
+    kind = spec.shape.job_kind  # a TrainJob's group, resource and version: any release's
     group = [podgroup.build(spec)] if podgroup.needs_podgroup(spec) else []
-    preflight.check_access(conn, kind, [preflight.podgroup_check(g) for g in group])
-    if CustomObjects(conn, kind).get(spec.name) is not None:
-        raise JobConflict(
-            f"submitting {kind}: a job named {spec.name!r} exists already in namespace {conn.namespace}",
-            hint="choose another name, or `%ddl delete` the old job",
-        )
-    pod = notebook_pod(home)
-    poddefaults = _poddefaults(home) if pod is not None else []
+    pool = checks.pool if checks is not None else None
+    calls: list[Callable[[], Any]] = [
+        partial(_for_trainer, conn, cfg, spec, checks),
+        partial(preflight.check_crd, conn, kind, checks),
+        partial(preflight.check_access, conn, kind, [preflight.podgroup_check(g) for g in group], checks),
+        partial(_absent, conn, kind, spec.name),
+        partial(_pod_and_defaults, home),
+    ]  # fmt: skip
+    answers = parallel(pool, calls)
+    spec, found = answers[0]
+    pod, poddefaults = answers[4]
+    kind = spec.shape.job_kind
     bad_image = image_problems(spec, notebook_container_image(pod), cfg.base_images.get("mpi"))
     if bad_image:
         raise ValidationError(bad_image)
@@ -177,17 +202,50 @@ def submit(
     aux = [o for o in (cm, secret) if o] + render(spec)[1:]
     created: list[dict[str, Any]] = []
     try:
-        for obj in aux:
-            create_aux(conn, obj)
-            created.append(obj)
+        created = _create_all(conn, aux, pool)
         made, spec = _create_job(conn, spec, found, render)
-    except DDLError:
+    except DDLError as e:
         _cleanup(conn, created)
+        if checks is not None:
+            _forget(checks, conn.namespace, e)
         raise
     owner = shipping.owner_reference(made)
-    for obj in created:
-        _own(conn, obj, owner, spec.name)
+    parallel(pool, [partial(_own, conn, obj, owner, spec.name) for obj in created])
     return Submitted(made, spec.shape.job_kind, warnings, image, pushed)
+
+
+def _create_all(conn: Connection, objs: list[dict[str, Any]], pool: Any) -> list[dict[str, Any]]:
+    """Create the job's ConfigMap, Secret and PodGroup side by side (none depends on
+    another); the first refusal is raised once those created are removed again."""
+    if pool is None or len(objs) < 2:
+        created = []
+        try:
+            for obj in objs:
+                create_aux(conn, obj)
+                created.append(obj)
+        except DDLError:
+            _cleanup(conn, created)
+            raise
+        return created
+    futures = [pool.submit(create_aux, conn, obj) for obj in objs]
+    errors = [f.exception() for f in futures]
+    created = [obj for obj, e in zip(objs, errors, strict=True) if e is None]
+    first = next((e for e in errors if e is not None), None)
+    if first is not None:
+        _cleanup(conn, created)
+        raise first
+    return created
+
+
+def _forget(checks: CheckCache, namespace: str, error: DDLError) -> None:
+    """A write refused against what the kept checks said: they are stale. A 403 (a Role
+    taken away since a review was kept) drops the namespace's reviews, a 404 (a CRD
+    gone) discovery and the Trainer release; the error itself goes to the user as is."""
+    status = getattr(error.__cause__, "status", None)
+    if status == 403:
+        checks.forget_access(namespace)
+    elif status == 404:
+        checks.forget_cluster()
 
 
 def _create_job(

@@ -1,16 +1,17 @@
-"""A spare supervisor: a warm interpreter that becomes the next torch job's supervisor.
+"""A spare supervisor: a warm interpreter that forks every later torch job's supervisor.
 
 Started by ``warm.start_spare`` (``python -c warm.BOOT``) in its own session, with only
 the variables the framework reads as it loads (``warm.spare_environ``). It has imported torch (no device touched)
 before anything of jupyter_ddl, noted what a fresh replica holds at that point
-(``forked.Fresh``), and waits on ``<pid>.sock`` in the warm directory. Given a job
-(``warm.hand_over``) it checks it, forks, and the child, in a session of its own,
-answers and from then on *is* the job's supervisor, exactly as
+(``forked.Fresh``), and waits on ``<pid>.sock`` in the warm directory. Given a
+connection (``warm.hand_over``) it forks, and the child, in a session of its own, reads
+the job, checks it, answers and from then on *is* the job's supervisor, exactly as
 ``control.start_supervisor`` would have made one: the job's environment (nothing left of
 the one the spare started with, see ``scrub_initial_environ``) and the kernel's CPU affinity, the job directory as working directory, output to
 ``supervisor.log``, the subreaper of everything below it, its own ``supervisor.json``;
-then ``supervisor.run_job`` with replicas forked from it. A spare nobody asks for exits
-after its idle time, or when its socket is removed.
+then ``supervisor.run_job`` with replicas forked from it. The spare goes on listening
+(``main``); it exits ``local_warm_seconds`` after the last job it forked ended, or when
+its socket is removed.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ import struct
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import psutil
 
@@ -53,30 +55,88 @@ def warm_up(keep: set[str], root: str) -> Fresh:
 
 
 def main(fresh: Fresh, root_dir: str, idle: float) -> int:
+    """Serve hand-overs until idle for ``idle`` seconds: the spare is never consumed.
+
+    Like a zygote it forks, per connection, a child that reads the request, and that
+    child (in a session of its own) either refuses or becomes the job's supervisor. The
+    spare itself never reads a request, so nothing of a job (its environment, its
+    secrets) is ever in its memory, and every job starts from the same untouched state.
+    It stays while any job it started runs and for ``idle`` seconds after the last."""
     stop, wake = supervisor_main.handle_signals()
     root = Path(root_dir)
     listener = _listen(root)
-    deadline = time.monotonic() + idle
+    children: set[int] = set()
+    last = time.monotonic()
     try:
-        while not stop.is_set() and time.monotonic() < deadline:
+        while not stop.is_set():
+            if _reap(children):  # ended children are collected within POLL seconds
+                last = time.monotonic()
+            if not children and time.monotonic() >= last + idle:
+                return 0
             if not warm.socket_path(root, os.getpid()).exists():
-                return 0  # removed: asked to go
-            ready, _, _ = select.select([listener], [], [], POLL)
+                return 0  # removed: asked to go (its jobs' supervisors go on)
+            try:
+                ready, _, _ = select.select([listener], [], [], POLL)
+            except InterruptedError:
+                continue
             if not ready:
                 continue
-            conn, _ = listener.accept()
-            with conn:
-                job = _answer(conn, root)
-            if isinstance(job, int):  # the supervisor is our child now: wait for it
-                listener.close()
-                return _wait_for(job)
-            if job is not None:
-                listener.close()
-                return _take(job[0], job[1], fresh, stop, wake)
+            try:
+                conn, _ = listener.accept()
+            except OSError:  # the kernel gave up connecting meanwhile
+                continue
+            try:
+                pid = _session()
+            except OSError:  # no fork now: the kernel reads the closed connection, goes cold
+                conn.close()
+                continue
+            if pid == 0:
+                _child(conn, listener, root, fresh, stop, wake)
+            conn.close()
+            children.add(pid)
+            last = time.monotonic()
         return 0
     finally:
         listener.close()
         _forget(root)
+
+
+def _child(
+    conn: socket.socket, listener: socket.socket, root: Path, fresh: Fresh, stop: Any, wake: Any
+) -> NoReturn:
+    """The spare's child: the job's supervisor, or a refusal and out. It never returns
+    into the spare's loop (whose cleanup would remove the spare's socket)."""
+    code = 1
+    stop.clear()  # a signal the spare had just received was the spare's, not this job's
+    try:
+        listener.close()
+        with conn:
+            job = _answer(conn, root)
+        if job is None:
+            code = 0
+        else:
+            code = _take(job[0], job[1], fresh, stop, wake)
+    except BaseException:  # noqa: BLE001 - said in the log, then out
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+
+def _reap(children: set[int]) -> bool:
+    """Collect the children that ended; whether any did."""
+    ended = False
+    for pid in list(children):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            children.discard(pid)
+            ended = True
+    return ended
 
 
 def _listen(root: Path) -> socket.socket:
@@ -99,10 +159,9 @@ def _forget(root: Path) -> None:
             path.unlink()
 
 
-def _answer(conn: socket.socket, root: Path) -> tuple[JobDir, dict[str, Any]] | int | None:
-    """Read a hand-over and answer it. In the process committed to the job (a child of
-    the spare, see ``_session``): the job and the request; in the spare: the child's
-    pid; None when refused."""
+def _answer(conn: socket.socket, root: Path) -> tuple[JobDir, dict[str, Any]] | None:
+    """In the spare's child: read a hand-over and answer it; the job and the request
+    once committed to it, None when refused."""
     conn.settimeout(warm.ANSWER_TIMEOUT)
     try:
         _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
@@ -111,10 +170,6 @@ def _answer(conn: socket.socket, root: Path) -> tuple[JobDir, dict[str, Any]] | 
         if why is not None:
             conn.sendall(json.dumps({"ok": False, "why": why}).encode() + b"\n")
             return None
-        _forget(root)  # taken: no other kernel may find it from here on
-        child = _session()
-        if child:
-            return child
         me = psutil.Process()
         conn.sendall(
             json.dumps({"ok": True, "pid": me.pid, "create_time": me.create_time()}).encode()
@@ -126,7 +181,7 @@ def _answer(conn: socket.socket, root: Path) -> tuple[JobDir, dict[str, Any]] | 
 
 
 def _session() -> int:
-    """Fork the job's supervisor into a session of its own; its pid here, 0 in it.
+    """Fork a child into a session of its own; its pid here, 0 in it.
 
     The spare imported the framework in a session whose autogroup it made the least
     favoured (``warm.BOOT``), so that the import never slowed a job. A supervisor left
@@ -138,19 +193,6 @@ def _session() -> int:
     if pid == 0:
         os.setsid()
     return pid
-
-
-def _wait_for(pid: int) -> int:
-    """The spare after a hand-over: wait for the supervisor it forked (the kernel reaps
-    the spare, the spare its child), and end with its exit status."""
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-        except ChildProcessError:
-            return 0
-        except InterruptedError:
-            continue
-        return os.waitstatus_to_exitcode(status) % 256
 
 
 def _refusal(request: Any, uid: int, root: Path) -> str | None:

@@ -3,21 +3,23 @@ to a spare supervisor, starting the next spare.
 
 A *spare* (``spare.py``) is a supervisor started ahead of time, in its own session like
 any supervisor, that has imported torch (never touching a device) and waits on a Unix
-socket in ``<data dir>/warm/`` (0700) for a job directory. Given one, its child (in a
-session of its own) becomes that job's supervisor and forks the replicas from itself
-(``forked.py``) instead of starting fresh interpreters, so they skip the framework's
-import. Each spare serves one job; after a hand-over (or a torch job that found none)
-a new one is started, which imports only once the machine has CPU to spare and never
-at the job's expense (see ``BOOT``). A spare nobody asks for exits after
-``local_warm_seconds``.
+socket in ``<data dir>/warm/`` (0700) for a job directory. Given one, it forks a child
+that (in a session of its own) becomes that job's supervisor and forks the replicas from
+itself (``forked.py``) instead of starting fresh interpreters, so they skip the
+framework's import. The spare is never consumed: like a zygote it serves every job
+after the first, back to back or side by side, from the same untouched state, and
+imports the framework once, least favoured at first (see ``BOOT``). It stays while a
+job it started runs and ``local_warm_seconds`` after the last; a torch job that found
+none starts one for the next.
 
 Files per spare in the warm directory: ``<pid>.json`` (pid, start time, interpreter,
 package: written when it is started, so a second one is not started meanwhile) and
-``<pid>.sock`` (there once it is ready). Both go when it takes a job or exits.
+``<pid>.sock`` (there once it is ready). Both go when it exits.
 
 The hand-over: the kernel sends the job directory, the job's share of its environment
 (``launch.job_environ``, what a cold supervisor starts with), its umask and CPU affinity; the spare checks the job and
-answers ``ok`` (it is then committed: its child is the job's supervisor) or why not.
+answers ``ok`` (it is then committed: its child is the job's supervisor) or why not;
+the spare's child reads the request and answers, the spare never sees it.
 Anything else (no spare ready, no answer, the spare gone mid-way) leaves the job to a
 cold supervisor, and its first replica's log says why: ``cold start: <reason>``.
 """
@@ -55,49 +57,37 @@ EXIT_GRACE = 1.0  # how long a spare that closed on us may take to finish exitin
 
 # Run with ``python -c``: the framework is imported before anything of jupyter_ddl, so
 # the modules present then are exactly a fresh replica's once it imported the framework
-# (``forked.Fresh.keep``). The import waits for a core's worth of idle CPU for a second
-# (or QUIET_LIMIT): the spare is started as a job starts, and that job's replicas are busy
-# importing the same framework. A thread's nice value alone does not protect them: the
-# spare runs in a session of its own, and Linux gives each session (an autogroup) an
-# even share of the CPU whatever its threads' nice values; measured on 2 cores, a spare
-# importing beside a cold 2-rank job made it 0.8 s (about 50 %) slower. So the spare
-# also makes its autogroup the least favoured (``/proc/self/autogroup``; in containers,
-# where autogroups do not apply, the thread's nice value does the work): an import that
-# runs beside a training job after QUIET_LIMIT takes next to nothing from it. The job's
-# supervisor leaves that autogroup (``spare._session``); the main thread, which forks
-# the replicas, keeps the normal priority.
-QUIET_LIMIT = 30.0  # seconds a spare waits for idle CPU before importing anyway
+# (``forked.Fresh.keep``). The spare is started as a job starts, and that job's replicas
+# are busy importing the same framework, so the import begins least favoured: the
+# spare's session (its autogroup: Linux shares the CPU evenly between sessions whatever
+# their threads' nice values, and a spare importing at the normal weight beside a cold
+# 2-rank job made it about 50 % slower) at nice 19 (``/proc/self/autogroup``). It then
+# takes little CPU that anybody else wants. Waiting for an idle core instead, as an
+# earlier version did, left the spare unready on any busy machine (a training job,
+# other users), and a least-favoured import hardly moves on a saturated one: after
+# PROMOTE seconds (the starting job is past its own import by then) the autogroup goes
+# back to the normal weight, which any process may do (SCHED_IDLE, or a thread's nice
+# value, could not be undone without privileges). Without autogroups (containers) the
+# import thread's nice value of 19 is all there is, for the whole import. The import
+# happens once: the spare is never consumed (``spare.main``); the supervisors it forks
+# get sessions of their own at the normal weight (``spare._session``).
+PROMOTE = 5.0  # seconds a spare imports least favoured before the normal weight
 BOOT = """\
 import sys, threading
 _got = []
-def _quiet(limit):
-    import os, time
-    cores, end = os.cpu_count() or 1, time.monotonic() + limit
-    def idle_total():
-        with open("/proc/stat") as f:
-            ticks = [int(x) for x in f.readline().split()[1:]]
-        return ticks[3] + ticks[4], sum(ticks)
-    try:
-        before, quiet = idle_total(), 0
-        while time.monotonic() < end and quiet < 4:  # a second in a row
-            time.sleep(0.25)
-            now = idle_total()
-            idle = (now[0] - before[0]) / max(1, now[1] - before[1]) * cores
-            quiet, before = quiet + 1 if idle >= 0.8 else 0, now
-    except (OSError, ValueError, IndexError):
-        pass
-def _warm_up():
+def _least_favoured(yes):
     import os
     try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-    except (AttributeError, OSError):
-        pass
-    try:
         with open("/proc/self/autogroup", "w") as f:
-            f.write("19")
+            f.write("19" if yes else "0")
     except OSError:
-        pass
-    _quiet(float(sys.argv[4]))
+        if yes:  # no autogroups: the thread's nice value (it cannot be lowered back)
+            try:
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+            except (AttributeError, OSError):
+                pass
+def _warm_up():
+    _least_favoured(True)
     try:
         __import__(sys.argv[1])
         keep = set(sys.modules)
@@ -107,6 +97,8 @@ def _warm_up():
         _got.append(e)
 _t = threading.Thread(target=_warm_up, name="ddl-warm-up")
 _t.start()
+_t.join(float(sys.argv[4]))
+_least_favoured(False)  # done or not: the spare forks supervisors at the normal weight
 _t.join()
 if not _got or isinstance(_got[0], BaseException):
     print(f"jupyter-ddl: the warm interpreter could not start: {_got[0]!r}", file=sys.stderr)
@@ -198,8 +190,8 @@ def _ask(root: Path, pid: int, started: float, request: dict[str, Any]) -> tuple
         return int(answer["pid"]), float(answer["create_time"])
     if isinstance(answer, dict) and isinstance(answer.get("why"), str):
         return f"the warm interpreter refused the job ({answer['why']})"
-    if _still_running(pid, started):  # another job got it first: it supervises that one
-        return "the warm interpreter was taken by another job"
+    if _still_running(pid, started):  # the child it forked for the job ended unanswered
+        return f"the warm interpreter's child ended before it answered (see {root / 'spare.log'})"
     return _gone(root, pid, started, "the warm interpreter ended during the hand-over")
 
 
@@ -316,7 +308,7 @@ def start_spare(
     with open(fd, "ab") as log:
         proc = subprocess.Popen(
             [sys.executable, "-u", "-c", BOOT, FRAMEWORK_MODULE, str(root), f"{seconds:g}",
-             f"{QUIET_LIMIT:g}"],
+             f"{PROMOTE:g}"],
             cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip

@@ -31,6 +31,7 @@ class State:
         self.catalog = catalog
         self.policy = policy or Policy()
         self.denied: set[tuple[str, str]] = set()  # (verb, "pods/log")
+        self.delay = 0.0  # seconds added to every request: a cluster that far away
         self.requests: list[tuple[str, str]] = []
         self.pod_metrics: Any = None  # callable(ns, pod) -> {container: usage} | None
         self.streams: set[Any] = set()  # sockets of open watches and log follows
@@ -144,6 +145,8 @@ class Handler(BaseHTTPRequestHandler):
         q = {k: v[-1] for k, v in parse_qs(url.query).items()}
         with self.state.lock:
             self.state.requests.append((method, self.path))
+        if self.state.delay > 0:  # a round trip's network time, paid by every request
+            time.sleep(self.state.delay)
         try:
             from .routes import route
 
