@@ -45,9 +45,23 @@ def ensure(target: str, is_file: bool, mounted: list[str], record: str | None) -
         open(target, "a").close()
     else:
         os.mkdir(target)
-    if record and not any(_under(missing, m) for m in mounted):
+    if record and not any(_under(os.path.realpath(missing), m) for m in mounted):
         with open(record, "a") as f:
             f.write(missing + "\n")
+
+
+def _private_run(targets: list[str], mounted: list[str]) -> None:
+    """A pod's own empty /run when a mount goes under a /run path this machine lacks (the
+    service account's token at /var/run/secrets/...), as a container runtime gives every
+    container: creating that path on the machine would make this machine look like a pod
+    to anything that checks for an in-cluster account while the tier runs."""
+    if not any(_under(os.path.realpath(t), "/run") and not os.path.lexists(t) for t in targets):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.mount(b"tmpfs", b"/run", b"tmpfs", 0, b"mode=755,size=16m") != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount tmpfs on /run: {os.strerror(err)}")
+    mounted.append("/run")
 
 
 def main(plan_path: str) -> int:
@@ -56,6 +70,7 @@ def main(plan_path: str) -> int:
     if plan.get("hostname"):
         socket.sethostname(plan["hostname"])
     mounted: list[str] = []
+    _private_run([t for _, t, _ in plan.get("mounts") or []], mounted)
     for src, target, read_only in plan.get("mounts") or []:
         if not os.path.exists(src):
             os.makedirs(src, exist_ok=True)  # a subPath of a directory volume

@@ -1,11 +1,13 @@
 """A pod's sandbox on the real tier: its own network namespace and IP, peers found by
 the names a headless Service gives them, ConfigMap and Secret contents in files and
-variables, `$(VAR)` expansion, read-only and subPath mounts."""
+variables, `$(VAR)` expansion, read-only and subPath mounts, the service account's token in a /run of
+the pod's own."""
 
 from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 
 from tests.cluster.tier import MARKS, create, kubectl, wait_for
 
@@ -59,6 +61,7 @@ spec:
       echo "B=$B arg=$(A) tok=$TOK ip=$MYIP host=$(hostname)"
       od -An -tx1 /cfg/blob.bin; cat /one; echo
       touch /cfg/x 2>/dev/null || echo read-only
+      test -s /var/run/secrets/kubernetes.io/serviceaccount/token && echo token-mounted
       python -c "import socket, time
       for i in range(30):
           try:
@@ -93,7 +96,9 @@ def test_pods_get_their_own_ip_names_volumes_and_variables(tier):
         assert ip.startswith("10.244.0.") and ip != "10.244.0.1"
         assert cli[0] == f"B=one-two $(A) $(NOPE) arg=one tok=s3cret ip={ip} host={n}-cli"
         assert cli[1].split() == ["00", "01", "02", "ff"]
-        assert cli[2:5] == ["hi there", "read-only", "sent"], cli
+        assert cli[2:6] == ["hi there", "read-only", "token-mounted", "sent"], cli
+        # the token's folder is the pod's own: the machine does not look like a pod
+        assert not Path("/run/secrets").exists()
         assert "srv got hello" in srv
         assert phase(f"{n}-cli") == "Succeeded" and phase(f"{n}-srv") == "Succeeded"
     finally:
