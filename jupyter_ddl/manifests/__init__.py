@@ -11,7 +11,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from jupyter_ddl.core import kinds
-from jupyter_ddl.manifests import common, mpijob, podgroup, pytorchjob, tfjob, trainjob
+from jupyter_ddl.manifests import (
+    common,
+    mpijob,
+    podgroup,
+    pytorchjob,
+    tfjob,
+    trainingruntime,
+    trainjob,
+)
 from jupyter_ddl.manifests.common import (
     ANNOTATION_CELL,
     ANNOTATION_CODE_DIGEST,
@@ -92,4 +100,5 @@ __all__ = [
     "launch_command",
     "configmap_name",
     "secret_name",
+    "trainingruntime",
 ]

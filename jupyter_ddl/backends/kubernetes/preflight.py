@@ -80,14 +80,14 @@ def podgroup_check(obj: dict[str, Any]) -> Check:
     return ("create", group, obj["kind"].lower() + "s", "")
 
 
-def check_access(conn: Connection, kind: Kind, extra: Sequence[Check] = ()) -> None:
-    """SelfSubjectAccessReview for every verb we need; names each one refused (an RBAC
-    refusal: a Role is the cure)."""
+def refused(conn: Connection, checks: Sequence[Check]) -> list[str] | None:
+    """SelfSubjectAccessReview for each check: the ones refused ("create pods/log"),
+    or None when the API server will not answer reviews (the real calls will tell)."""
     from kubernetes import client
     from kubernetes.client import ApiException
 
     missing = []
-    for verb, group, resource, sub in access_checks(kind, extra):
+    for verb, group, resource, sub in checks:
         body = client.V1SelfSubjectAccessReview(
             spec=client.V1SelfSubjectAccessReviewSpec(
                 resource_attributes=client.V1ResourceAttributes(
@@ -103,10 +103,16 @@ def check_access(conn: Connection, kind: Kind, extra: Sequence[Check] = ()) -> N
             review = conn.client("AuthorizationV1Api").create_self_subject_access_review(body)
         except ApiException as e:
             if e.status in (403, 404):  # cannot even ask: let the real calls tell
-                return
+                return None
             raise from_api_exception(e, action="checking permissions") from e
         if not (review.status and review.status.allowed):
             missing.append(f"{verb} {resource}{'/' + sub if sub else ''}")
+    return missing
+
+
+def check_access(conn: Connection, kind: Kind, extra: Sequence[Check] = ()) -> None:
+    """Every verb we need; names each one refused (an RBAC refusal: a Role is the cure)."""
+    missing = refused(conn, access_checks(kind, extra))
     if missing:
         raise PermissionDenied(
             f"the service account may not {', '.join(missing)} in namespace {conn.namespace}",

@@ -25,6 +25,7 @@ from jupyter_ddl.manifests import (
     ANNOTATION_SPEC,
     LABEL_STRATEGY,
     PREFIX,
+    trainingruntime,
 )
 from jupyter_ddl.models import JobSpec, JobState, JobStatus, ReplicaState, ReplicaStatus
 
@@ -83,8 +84,11 @@ def replica_status(kind: Kind, role: str, index: int, pod: dict[str, Any] | None
     cs = container_status(kind, pod) or {}
     rs.restarts = int(cs.get("restartCount") or 0)
     state = cs.get("state") or {}
+    # a failed pod, or one waiting to restart, ended its last run as lastState says
     term = state.get("terminated") or (
-        (cs.get("lastState") or {}).get("terminated") if phase == "Failed" else None
+        (cs.get("lastState") or {}).get("terminated")
+        if phase == "Failed" or state.get("waiting")
+        else None
     )
     if term:
         rs.exit_code = term.get("exitCode")
@@ -209,7 +213,11 @@ def job_status(
     for r in replicas:
         stopped = state == JobState.CANCELLED or (r.role, r.index) in ended
         if stopped and not r.state.finished:
-            r.state = ReplicaState.TERMINATED
+            # a replica restarting after a failed run when the job failed is the one its
+            # Job gave up on (the backoff limit), not one the end stopped
+            gave_up = state == JobState.FAILED and r.state == ReplicaState.RESTARTING
+            failed_run = r.exit_code not in (None, 0) or r.signal is not None
+            r.state = ReplicaState.FAILED if gave_up and failed_run else ReplicaState.TERMINATED
         elif state.finished and r.pod is None and not r.state.finished:
             # never seen: its pod came and went before anyone looked (a finished JobSet
             # deletes its node Jobs); "Pending" under a finished job would be a lie
@@ -264,15 +272,14 @@ def _ranks(obj: Mapping[str, Any]) -> dict[Key, int]:
         return {}
 
 
-#: the Job controller's default backoffLimit: what a TrainJob's Jobs get, since no
-#: Trainer runtime sets one and no TrainJob field reaches it (operator-contract.md §11.4)
-JOB_DEFAULT_BACKOFF_LIMIT = 6
-
-
 def _backoff_limit(obj: Mapping[str, Any]) -> int | None:
     """runPolicy.backoffLimit of a Kubeflow v1 job or MPIJob; for a TrainJob the
-    limit its Jobs run under, so a restart is shown as n of that limit."""
+    limit its Jobs run under (its own runtime's, else the Job controller's default:
+    operator-contract.md §11.4, §11.8), so a restart is shown as n of that limit."""
     if obj.get("kind") == "TrainJob":
-        return JOB_DEFAULT_BACKOFF_LIMIT
+        spec = submitted_spec(obj)
+        if spec is None:
+            return trainingruntime.JOB_DEFAULT_BACKOFF_LIMIT
+        return trainingruntime.backoff_limit(spec)
     limit = ((obj.get("spec") or {}).get("runPolicy") or {}).get("backoffLimit")
     return int(limit) if isinstance(limit, int) else None

@@ -27,11 +27,19 @@ from jupyter_ddl.backends.kubernetes.connection import Connection
 from jupyter_ddl.backends.kubernetes.objects import STRICT, CustomObjects
 from jupyter_ddl.backends.kubernetes.status import ANNOTATION_IMAGE, ANNOTATION_WARNINGS
 from jupyter_ddl.config import Config
-from jupyter_ddl.core.kinds import Kind, TrainJobKind
+from jupyter_ddl.core.kinds import TRAINJOB, Kind, TrainJobKind
 from jupyter_ddl.core.shape import TRAINER_RELEASE_OPTION, TRAINER_RUNTIME_OPTION
+from jupyter_ddl.core.trainer import layout_of
 from jupyter_ddl.errors import DDLError, JobConflict, ValidationError
 from jupyter_ddl.image.plan import ImagePlan, notebook_container_image, plan_image
-from jupyter_ddl.manifests import ANNOTATION_SPEC, CODE_DIR, build_manifests, common, podgroup
+from jupyter_ddl.manifests import (
+    ANNOTATION_SPEC,
+    CODE_DIR,
+    build_manifests,
+    common,
+    podgroup,
+    trainingruntime,
+)
 from jupyter_ddl.models import CodeBundle, JobSpec
 from jupyter_ddl.validation import validate
 from jupyter_ddl.validation.images import image_problems
@@ -90,18 +98,44 @@ def _with_options(spec: JobSpec, **options: Any) -> JobSpec:
     return dataclasses.replace(spec, backend_options={**spec.backend_options, **options})
 
 
-def _for_trainer(conn: Connection, cfg: Config, spec: JobSpec) -> tuple[JobSpec, runtimes.Found | None]:  # fmt: skip
-    """A TrainJob's spec with the cluster's Trainer release and its runtime's layout."""
+def _for_trainer(conn: Connection, cfg: Config, spec: JobSpec) -> tuple[JobSpec, runtimes.Found | None, dict[str, Any] | None]:  # fmt: skip
+    """A TrainJob's spec with the cluster's Trainer release and its runtime's layout,
+    and the runtime as read (None: unreadable, or not a TrainJob)."""
     if spec.shape.runtime is None:
-        return spec, None
+        return spec, None, None
     found = runtimes.find_release(conn, cfg)
     spec = _with_options(spec, **{TRAINER_RELEASE_OPTION: found.release})
     kind = spec.backend_options.get("runtime_kind", "ClusterTrainingRuntime")
-    layout = runtimes.read_runtime(conn, str(spec.shape.trainjob_runtime), kind)
-    if layout is not None:
+    runtime = runtimes.read_runtime_object(conn, str(spec.shape.trainjob_runtime), kind)
+    if runtime is not None:
+        layout = layout_of(runtime)
         spec = _with_options(spec, **{TRAINER_RUNTIME_OPTION: layout.to_dict()})
     validate(spec)  # what the cluster runs may refuse what the spec asks (a deadline on v2.1)
-    return spec, found
+    return spec, found, runtime
+
+
+def _own_runtime(conn: Connection, spec: JobSpec, runtime: dict[str, Any] | None,
+                 labels: dict[str, str]) -> list[dict[str, Any]]:  # fmt: skip
+    """The TrainJob's own TrainingRuntime when it asks for a backoff limit or restart
+    policy (operator-contract.md §11.8), after checking that it can be made; none else."""
+    if not trainingruntime.needs_own_runtime(spec):
+        return []
+    drop = "or drop --backoff-limit/--restart-policy (the runtime's Jobs then allow 6 restarts)"
+    name = spec.shape.trainjob_runtime
+    if runtime is None:
+        raise ValidationError(
+            f"backoff_limit: a TrainJob takes it through a copy of its runtime, and runtime "
+            f"{name!r} cannot be read here; ask an admin for get on trainer.kubeflow.org "
+            f"runtimes, {drop}"
+        )
+    missing = preflight.refused(conn, [("create", TRAINJOB.group, trainingruntime.PLURAL, "")])
+    if missing:
+        raise ValidationError(
+            f"backoff_limit: a TrainJob takes it through a TrainingRuntime of its own, which "
+            f"you may not create in namespace {conn.namespace} (Kubeflow's editor role may "
+            f"only read them); ask an admin for create on trainingruntimes, {drop}"
+        )
+    return [trainingruntime.build(spec, runtime, labels)]
 
 
 def submit(
@@ -117,7 +151,7 @@ def submit(
     conn = conn.at(spec.namespace)
 
     # -- checks: nothing is written before all of them pass --------------------------
-    spec, found = _for_trainer(conn, cfg, spec)
+    spec, found, runtime = _for_trainer(conn, cfg, spec)
     kind = spec.shape.job_kind
     preflight.check_crd(conn, kind)
     group = [podgroup.build(spec)] if podgroup.needs_podgroup(spec) else []
@@ -136,6 +170,7 @@ def submit(
     if refused:
         raise ValidationError(refused)
     labels = common.our_labels(spec, bundle.digest)
+    own_runtime = _own_runtime(conn, spec, runtime, labels)
     secret = shipping.secret(spec, environ if environ is not None else os.environ, labels)
     warnings += preflight.gpu_warnings(conn, _gpu_asks(spec))
     if spec.image and cfg.registry:
@@ -165,7 +200,7 @@ def submit(
         return objs
 
     # -- writes ----------------------------------------------------------------------
-    aux = [o for o in (cm, secret) if o] + render(spec)[1:]
+    aux = [o for o in (cm, secret) if o] + own_runtime + render(spec)[1:]
     created: list[dict[str, Any]] = []
     try:
         for obj in aux:

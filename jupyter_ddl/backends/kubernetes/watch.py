@@ -52,7 +52,7 @@ from jupyter_ddl.models import (
     replica_id,
 )
 
-LAST_LINES = 20
+LAST_LINES = 100  # as the local backend: torchrun's failure summary and a child's traceback
 #: seconds to wait for log streams of replicas still running after the job ended
 FINISH_GRACE = 10.0
 #: seconds without a status and without a pod after which the operator is suspected

@@ -112,8 +112,10 @@ class ApiDouble:
 
     def kubeflow_edit(self) -> None:
         """RBAC like Kubeflow's ``kubeflow-edit`` ClusterRole: jobs, pods, logs, ConfigMaps
-        and Secrets, but no rule for ``podgroups`` (neither Volcano's nor coscheduling's)."""
-        self.state.denied |= {("*", "podgroups")}
+        and Secrets, but no rule for ``podgroups`` (neither Volcano's nor coscheduling's),
+        and TrainingRuntimes read-only (kubeflow/trainer v2.3.0
+        ``manifests/overlays/kubeflow-platform/kubeflow-trainer-roles.yaml``)."""
+        self.state.denied |= {("*", "podgroups"), ("create", "trainingruntimes")}
 
     def label_namespace(self, labels: dict[str, str], namespace: str = NAMESPACE) -> None:
         self.store.mutate("core/v1/namespaces", "", namespace,

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 PODS = "core/v1/pods"
 RUNTIMES = "trainer.kubeflow.org/v1alpha1/clustertrainingruntimes"
+NS_RUNTIMES = "trainer.kubeflow.org/v1alpha1/trainingruntimes"
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
 JS = "jobset.sigs.k8s.io/"
 
@@ -41,7 +42,11 @@ class TrainerController:
     def reconcile(self, res: Resource, job: dict[str, Any], age: float) -> None:
         store, md, spec = self.op.store, job["metadata"], job.get("spec") or {}
         ns, name = md["namespace"], md["name"]
-        runtime = store.get(RUNTIMES, "", (spec.get("runtimeRef") or {}).get("name", ""))
+        ref = spec.get("runtimeRef") or {}
+        if ref.get("kind") == "TrainingRuntime":  # a namespaced runtime, in the job's namespace
+            runtime = store.get(NS_RUNTIMES, ns, ref.get("name", ""))
+        else:
+            runtime = store.get(RUNTIMES, "", ref.get("name", ""))
         pods = store.list(PODS, ns, f"{JS}jobset-name={name}")[0]
         if spec.get("suspend"):
             for p in pods:
@@ -70,8 +75,12 @@ class TrainerController:
                 count = max(nodes - 1, 1)
             if not self._depends_met(rjob, by_job):
                 continue
+            # a failed pod's index gets a new pod until its Job passes backoffLimit
+            # (restartPolicy Never: the Job controller, not the kubelet, retries)
+            if past_backoff_limit(rjob, by_job.get(rjob["name"], [])):
+                continue
             have = {int(p["metadata"]["labels"].get("batch.kubernetes.io/job-completion-index", -1))
-                    for p in by_job.get(rjob["name"], [])}  # fmt: skip
+                    for p in by_job.get(rjob["name"], []) if J.phase(p) != "Failed"}  # fmt: skip
             for i in range(count):
                 if i not in have:
                     self._create(job, runtime, rjob, i, count, nodes)
@@ -103,9 +112,6 @@ class TrainerController:
 
     def _judge(self, name: str, rspec: dict[str, Any], rjobs: list[dict[str, Any]],
                by_job: dict[str, list[dict[str, Any]]]) -> tuple[str, str]:  # fmt: skip
-        all_pods = [p for ps in by_job.values() for p in ps]
-        if any(J.phase(p) == "Failed" for p in all_pods):
-            return "Failed", f"jobset {name} failed: a job failed"
         for rjob in rjobs:  # JobSet's failurePolicy: no restarts, so one failed Job ends it
             if past_backoff_limit(rjob, by_job.get(rjob["name"], [])):
                 return "Failed", (f"jobset {name} failed: job {name}-{rjob['name']}-0 has "
@@ -223,13 +229,19 @@ JOB_BACKOFF_LIMIT = 6
 
 
 def past_backoff_limit(rjob: dict[str, Any], pods: list[dict[str, Any]]) -> bool:
-    """The Job controller's ``pastBackoffLimitOnFailure``: under ``OnFailure`` the
-    container restarts of its Pending and Running pods count against ``backoffLimit``
-    (default 6), so a crash loop fails the Job once they pass it
-    (kubernetes ``pkg/controller/job/job_controller.go``)."""
+    """The Job controller's two counts against ``backoffLimit`` (default 6; kubernetes
+    ``pkg/controller/job/job_controller.go``): its failed pods, which fail the Job once
+    there are more than the limit; and, under ``OnFailure`` (``pastBackoffLimitOnFailure``),
+    the container restarts of its Pending and Running pods, which fail it once they
+    reach the limit (any restart when the limit is 0)."""
     jspec = (rjob.get("template") or {}).get("spec") or {}
     limit = jspec.get("backoffLimit")
     limit = JOB_BACKOFF_LIMIT if limit is None else int(limit)
+    if sum(J.phase(p) == "Failed" for p in pods) > limit:
+        return True
+    policy = ((jspec.get("template") or {}).get("spec") or {}).get("restartPolicy")
+    if (policy or "OnFailure") != "OnFailure":  # JobSet's default for an unset policy
+        return False
     restarts = 0
     for p in pods:
         if J.phase(p) not in ("Pending", "Running"):
@@ -237,4 +249,4 @@ def past_backoff_limit(rjob: dict[str, Any], pods: list[dict[str, Any]]) -> bool
         st = p.get("status") or {}
         for cs in (st.get("initContainerStatuses") or []) + (st.get("containerStatuses") or []):
             restarts += int(cs.get("restartCount") or 0)
-    return restarts > limit
+    return restarts > 0 if limit == 0 else restarts >= limit
