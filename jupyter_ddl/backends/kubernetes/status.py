@@ -30,6 +30,8 @@ from jupyter_ddl.manifests import (
 from jupyter_ddl.models import JobSpec, JobState, JobStatus, ReplicaState, ReplicaStatus
 
 ANNOTATION_CANCELLED = PREFIX + "cancelled"
+#: on a job ended because a pod could never start: the reason (``stalls``)
+ANNOTATION_GAVE_UP = PREFIX + "never-started"
 ANNOTATION_WARNINGS = PREFIX + "warnings"
 ANNOTATION_IMAGE = PREFIX + "image"  # {"reference": ..., "pushed": true|false|null}
 Key = tuple[str, int]
@@ -134,6 +136,8 @@ def job_state(obj: Mapping[str, Any], replicas: list[ReplicaStatus]) -> tuple[Jo
         c = _true(conds, ctype)
         if c:
             return state, c.get("message")
+    if notes.get(ANNOTATION_GAVE_UP):  # a pod that could never start (``stalls``)
+        return JobState.FAILED, notes[ANNOTATION_GAVE_UP]
     if notes.get(ANNOTATION_CANCELLED) == "true":
         return JobState.CANCELLED, "cancelled"
     last = next((c for c in reversed(conds) if c.get("status") == "True"), None)
@@ -283,3 +287,20 @@ def _backoff_limit(obj: Mapping[str, Any]) -> int | None:
         return trainingruntime.backoff_limit(spec)
     limit = ((obj.get("spec") or {}).get("runPolicy") or {}).get("backoffLimit")
     return int(limit) if isinstance(limit, int) else None
+
+
+def container_ids(kind: Kind, pod: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """(container ID, container name, is current) of the replica's container
+    (``status.container_status``): its earlier run (``lastState``) and its current run
+    once it has started."""
+    cs = container_status(kind, pod)
+    if cs is None:
+        return []
+    out = []
+    last = (cs.get("lastState") or {}).get("terminated") or {}
+    if last.get("containerID"):
+        out.append((last["containerID"], cs["name"], False))
+    state = cs.get("state") or {}
+    if cs.get("containerID") and ("running" in state or "terminated" in state):
+        out.append((cs["containerID"], cs["name"], True))
+    return out

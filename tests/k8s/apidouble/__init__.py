@@ -22,10 +22,11 @@ from typing import Any
 
 import yaml
 
-from .kubelet import Kubelet, Scenario
+from .kubelet import Kubelet
 from .operator import Operator
 from .policy import Policy
 from .resources import DEFAULT_CRDS, Catalog, release_runtimes
+from .scenario import Scenario
 from .server import Handler, State
 from .store import Store
 

@@ -26,7 +26,6 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from . import container as C
 from . import podstatus as P
 from .gc import sweep
 from .policy import SIDECAR_STATUS
+from .scenario import Scenario, StartFailed
 from .store import Store, now_iso
 
 PODS = "core/v1/pods"
@@ -41,26 +41,6 @@ VOLCANO_PODGROUPS = "scheduling.volcano.sh/v1beta1/podgroups"
 VOLCANO_GROUP = "scheduling.k8s.io/group-name"
 COSCHED_PODGROUPS = "scheduling.x-k8s.io/v1alpha1/podgroups"
 COSCHED_LABEL = "scheduling.x-k8s.io/pod-group"
-
-
-@dataclass
-class Scenario:
-    """What the fake cluster does to pods whose name contains a key."""
-
-    unschedulable: dict[str, str] = field(default_factory=dict)  # pod part -> message
-    image_pull: set[str] = field(default_factory=set)  # pod parts whose image never pulls
-    oom: set[str] = field(default_factory=set)  # exit 137 reported as OOMKilled
-    restart_backoff: float = 0.3
-    #: nodes pods are spread over, round robin (one node: nothing is ever multi-attached)
-    nodes: list[str] = field(default_factory=lambda: ["node-0"])
-    #: images (by reference part) no node can pull: an init container on one holds its
-    #: pod in Init:ImagePullBackOff (e.g. training-operator's ``alpine:3.10``)
-    unpullable_images: set[str] = field(default_factory=set)
-    #: Volcano PodGroups (by name) the scheduler cannot admit: they stay Pending
-    gang_pending: set[str] = field(default_factory=set)
-
-    def match(self, pod: str, keys: Any) -> Any:
-        return next((k for k in keys if k in pod), None)
 
 
 class Kubelet:
@@ -292,11 +272,20 @@ class Kubelet:
         restarts, last = 0, None
         while not self._stop.is_set():
             cid = f"containerd://{uuid.uuid4().hex}"
-            proc = self._spawn(ns, pod, main, mounts, read_only, root)
+            side = [P.running(s, c) for s, c in sidecars.items()]
+            try:
+                proc = self._spawn(ns, pod, main, mounts, read_only, root)
+            except StartFailed as e:  # the runtime could not exec the command: exit 128
+                term = {**P.termination(128, cid, "StartError"), "message": str(e)}
+                restarts, last, again = self._start_failed(
+                    ns, name, main, policy, restarts, last, term, side
+                )
+                if again:
+                    continue
+                return
             if proc is None:
                 return
             self.procs[(ns, name)] = proc
-            side = [P.running(s, c) for s, c in sidecars.items()]
             self._set_status(ns, name, P.pod("Running", [P.running(main["name"], cid, restarts, last), *side],
                                              ready=True, started=True))  # fmt: skip
             reader = threading.Thread(target=self._pump, args=(proc, cid), daemon=True)
@@ -329,7 +318,14 @@ class Kubelet:
     def _spawn(self, ns: str, pod: dict[str, Any], c: dict[str, Any], mounts: dict[str, str],
                read_only: list[str], root: Path) -> subprocess.Popen[bytes] | None:  # fmt: skip
         argv = [C.rewrite(a, mounts) for a in (c.get("command") or []) + (c.get("args") or [])]
-        if not argv or os.path.basename(argv[0]) == "sshd":
+        sshd = not argv or os.path.basename(argv[0]) == "sshd"
+        if sshd and self.scenario.match(c.get("image", ""), self.scenario.no_sshd_images):
+            raise StartFailed(
+                "failed to create containerd task: failed to create shim task: OCI runtime "
+                "create failed: runc create failed: unable to start container process: exec: "
+                '"/usr/sbin/sshd": stat /usr/sbin/sshd: no such file or directory: unknown'
+            )
+        if sshd:
             # an MPI host (the image's default sshd): mpirun starts every rank on this
             # machine, so the host only has to stay up
             argv = ["sleep", "3600"]
@@ -347,6 +343,22 @@ class Kubelet:
             self._event(ns, "Pod", pod["metadata"]["name"], "Failed",
                         f"Error: failed to start container: {e}")  # fmt: skip
             return None
+
+    def _start_failed(self, ns: str, name: str, main: dict[str, Any], policy: str, restarts: int,
+                      last: dict[str, Any] | None, term: dict[str, Any],
+                      side: list[dict[str, Any]]) -> tuple[int, dict[str, Any] | None, bool]:  # fmt: skip
+        """A start error is a failed run: restarted in place under Always/OnFailure
+        (CrashLoopBackOff), the pod Failed under Never. (restarts, last, try again)."""
+        if policy in ("Always", "OnFailure"):
+            self._set_status(
+                ns, name, P.pod("Running", [P.crashloop(main["name"], restarts + 1, term), *side])
+            )
+            time.sleep(self.scenario.restart_backoff)
+            return restarts + 1, term, True
+        self._set_status(
+            ns, name, P.pod("Failed", [P.terminated(main["name"], restarts, term, last), *side])
+        )
+        return restarts, last, False
 
     def _pump(self, proc: subprocess.Popen[bytes], cid: str) -> None:
         assert proc.stdout is not None
