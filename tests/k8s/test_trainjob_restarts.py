@@ -122,3 +122,26 @@ def test_a_policy_a_job_refuses_is_refused_in_one_line(policy):
     with pytest.raises(ValidationError) as e:
         validate(spec)
     assert f"refuse {policy.value}" in str(e.value) and "Never or OnFailure" in str(e.value)
+
+
+@pytest.mark.parametrize("release", ["v2.0.0", "v2.1.0", "v2.3.0"])
+def test_trainjob_pods_opt_out_of_istio_on_every_release(make_backend, double, release):
+    """Istio's classic sidecar never exits, so a pod that gets one never ends. Every
+    TrainJob pod carries the opt-out: through the override field's pod metadata from
+    v2.1, and on v2.0, whose ``podSpecOverrides`` has none, through a runtime of the
+    job's own (§11.10)."""
+    double.use_trainer(release)
+    double.label_namespace({"istio-injection": "enabled"})
+    b = make_backend()
+    spec = JobSpec(name=name("mesh"), strategy="torch-ddp", target="TrainJob",
+                   replicas={"Node": 1}, command=["sh", "-c", "echo trained"])  # fmt: skip
+    b.submit(spec, build_bundle("pass\n"))
+    events = watch(b, spec.name, timeout=30)
+    pods = double.store.list(PODS, NAMESPACE, f"jobset.sigs.k8s.io/jobset-name={spec.name}")[0]
+    assert pods and all(p["metadata"]["annotations"].get("sidecar.istio.io/inject") == "false"
+                        and len(p["spec"]["containers"]) == 1 for p in pods), pods  # fmt: skip
+    assert final_state(events) == JobState.SUCCEEDED
+    if release == "v2.0.0":  # pod metadata only through the runtime
+        ref = double.store.get("trainer.kubeflow.org/v1alpha1/trainjobs", NAMESPACE, spec.name)
+        assert ref["spec"]["runtimeRef"]["kind"] == "TrainingRuntime"
+        assert all(p["metadata"]["labels"].get("jupyter-ddl.io/managed") == "true" for p in pods)

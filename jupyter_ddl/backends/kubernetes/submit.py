@@ -115,11 +115,24 @@ def _for_trainer(conn: Connection, cfg: Config, spec: JobSpec) -> tuple[JobSpec,
 
 
 def _own_runtime(conn: Connection, spec: JobSpec, runtime: dict[str, Any] | None,
-                 labels: dict[str, str]) -> list[dict[str, Any]]:  # fmt: skip
+                 labels: dict[str, str], warnings: list[str]) -> tuple[JobSpec, list[dict[str, Any]]]:  # fmt: skip
     """The TrainJob's own TrainingRuntime when it asks for a backoff limit or restart
-    policy (operator-contract.md §11.8), after checking that it can be made; none else."""
+    policy (operator-contract.md §11.8), after checking that it can be made, or on
+    Trainer v2.0 where it can (§11.10: a warning where it cannot); none else."""
+    if trainingruntime.wants_pod_metadata(spec) and not trainingruntime.asks_runtime_settings(spec):
+        check = [("create", TRAINJOB.group, trainingruntime.PLURAL, "")]
+        if runtime is None or preflight.refused(conn, check) != []:
+            warnings.append(
+                "Trainer v2.0 carries pod labels and annotations only in a runtime, and no "
+                "TrainingRuntime of this job's own can be made here: its pods get no Istio "
+                "opt-out (in a namespace with Istio injection the job would never end) and "
+                "no PodDefault labels"
+            )
+            return spec, []
+        spec = _with_options(spec, **{trainingruntime.OWN_RUNTIME_OPTION: True})
+        return spec, [trainingruntime.build(spec, runtime, labels)]
     if not trainingruntime.needs_own_runtime(spec):
-        return []
+        return spec, []
     drop = "or drop --backoff-limit/--restart-policy (the runtime's Jobs then allow 6 restarts)"
     name = spec.shape.trainjob_runtime
     if runtime is None:
@@ -135,7 +148,7 @@ def _own_runtime(conn: Connection, spec: JobSpec, runtime: dict[str, Any] | None
             f"you may not create in namespace {conn.namespace} (Kubeflow's editor role may "
             f"only read them); ask an admin for create on trainingruntimes, {drop}"
         )
-    return [trainingruntime.build(spec, runtime, labels)]
+    return spec, [trainingruntime.build(spec, runtime, labels)]
 
 
 def submit(
@@ -170,9 +183,9 @@ def submit(
     if refused:
         raise ValidationError(refused)
     labels = common.our_labels(spec, bundle.digest)
-    own_runtime = _own_runtime(conn, spec, runtime, labels)
     secret = shipping.secret(spec, environ if environ is not None else os.environ, labels)
     warnings += preflight.gpu_warnings(conn, _gpu_asks(spec))
+    spec, own_runtime = _own_runtime(conn, spec, runtime, labels, warnings)
     if spec.image and cfg.registry:
         preflight.check_image(cfg, spec.image)
     plan = plan_image(spec, bundle, cfg, notebook_container_image(pod))

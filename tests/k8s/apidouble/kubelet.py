@@ -10,7 +10,8 @@ Multi-Attach refusal for a ReadWriteOnce PVC used from two nodes, scheduler-plug
 coscheduling (a pod labelled with its PodGroup waits until ``minMember`` pods of the
 group exist), and sidecars that a
 mutating webhook added (recorded in ``sidecar.istio.io/status``): those are simulated,
-running from the pod's start until its main container ends.
+running from the pod's start and never exiting, as Istio's classic ``istio-proxy``
+does, so a pod with one never reaches Succeeded or Failed (operator-contract.md §8).
 """
 
 from __future__ import annotations
@@ -304,9 +305,15 @@ class Kubelet:
                 )
                 time.sleep(self.scenario.restart_backoff)
                 continue
-            done = [P.terminated(s, 0, P.termination(0, c), None) for s, c in sidecars.items()]
-            for c in sidecars.values():
-                self.store.log_close(c)
+            if sidecars:  # Istio's classic sidecar never exits: the pod runs on, unfinished
+                self._set_status(
+                    ns,
+                    name,
+                    P.pod("Running", [P.terminated(main["name"], restarts, term, last), *side]),
+                )
+                self.procs.pop((ns, name), None)
+                return
+            done: list[dict[str, Any]] = []
             phase = "Succeeded" if term["exitCode"] == 0 else "Failed"
             self._set_status(
                 ns, name, P.pod(phase, [P.terminated(main["name"], restarts, term, last), *done])
