@@ -24,8 +24,13 @@ from typing import Any
 
 from jupyter_ddl._util import timestamps
 from jupyter_ddl.backends.kubernetes.connection import Connection
-from jupyter_ddl.backends.kubernetes.status import ANNOTATION_GAVE_UP, container_status
+from jupyter_ddl.backends.kubernetes.status import (
+    ANNOTATION_GAVE_UP,
+    container_status,
+    submitted_spec,
+)
 from jupyter_ddl.core.kinds import Kind
+from jupyter_ddl.core.shape import TRAINER_RELEASE_OPTION
 from jupyter_ddl.errors import DDLError
 from jupyter_ddl.models import replica_id
 
@@ -137,6 +142,36 @@ def silent_operator(kind: Kind, name: str, namespace: str, waited: float) -> str
         f"{kind} {name} has no status and no pod after {waited:.0f} s: "
         f"is {kind.operator} running, and watching namespace {namespace}?"
     )
+
+
+#: what an operator creates first for a job, when that is not a pod: Trainer makes a
+#: JobSet named after the TrainJob (group, version, plural)
+CREATES = {"TrainJob": ("jobset.x-k8s.io", "v1alpha2", "jobsets")}
+#: Trainer releases that write no TrainJob status before its end (v2.0: nothing sets
+#: ``status.jobsStatus``; v2.1 on do), where a missing status proves nothing
+LATE_STATUS = ("v2.0",)
+
+
+def operator_alive(conn: Connection, kind: Kind, name: str, job: Mapping[str, Any]) -> bool:
+    """Whether the operator has visibly acted on a job that has no status and no pod:
+    the object it creates first exists, or (where that cannot be read) its release
+    writes no status before the end, so silence is no sign."""
+    from kubernetes.client import ApiException
+
+    where = CREATES.get(kind.name)
+    if where is None:
+        return False
+    try:
+        conn.client("CustomObjectsApi").get_namespaced_custom_object(
+            *where[:2], conn.namespace, where[2], name
+        )
+        return True
+    except ApiException as e:
+        if e.status == 404:
+            return False
+    spec = submitted_spec(job)
+    release = str(spec.backend_options.get(TRAINER_RELEASE_OPTION, "")) if spec else ""
+    return release.startswith(LATE_STATUS)
 
 
 def give_up(conn: Connection, kind: Kind, name: str, why: str) -> None:

@@ -88,6 +88,7 @@ class JobWatcher:
         self._began = time.monotonic()
         self._told_no_status = False
         self._gave_up = False
+        self._acted = False  # an event about the job's own objects was seen
         self.raw = raw  # LOG events for report() lines too (a raw log follower)
         # what the fold has seen: the announced state, each replica's change key and
         # message, the producers whose list is complete, whether the job was deleted
@@ -180,13 +181,16 @@ class JobWatcher:
         return event_waiting(ev, self.kind.refusal_events) if self._fresh(ev) else None
 
     def _silent_operator(self) -> str | None:
-        """One line when the job still has no status and no pod after a while."""
+        """One line when the operator has shown no sign of life after a while: no
+        status, no pod, no event about the job's objects, nothing it creates (§11.11)."""
         if self._told_no_status or self.job is None or self.pods or self.job.get("status"):
             return None
         waited = time.monotonic() - self._began
-        if waited < self.no_status_after:
+        if waited < self.no_status_after or self._acted:
             return None
-        self._told_no_status = True
+        self._told_no_status = True  # asked once: the answer costs a request
+        if stalls.operator_alive(self.conn, self.kind, self.name, self.job):
+            return None
         return stalls.silent_operator(self.kind, self.name, self.conn.namespace, waited)
 
     def _give_up(self, st: JobStatus) -> None:
@@ -275,6 +279,8 @@ class JobWatcher:
         return iter(())
 
     def _on_event(self, item: I.EventSeen) -> Iterator[JobEvent]:
+        involved = (item.obj.get("involvedObject") or {}).get("name", "")
+        self._acted |= involved in self.kind.event_objects(self.name)  # its controllers work
         msg = self._concerns(item.obj)
         if msg:
             involved = (item.obj.get("involvedObject") or {}).get("name", "")

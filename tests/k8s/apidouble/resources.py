@@ -49,6 +49,8 @@ PODDEFAULT = Resource("kubeflow.org", "v1alpha1", "poddefaults", "PodDefault")
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
                 "CustomResourceDefinition", namespaced=False)  # fmt: skip
 METRICS = Resource("metrics.k8s.io", "v1beta1", "pods", "PodMetrics")
+#: what Trainer creates for a TrainJob (served with the TrainJob CRD: one install)
+JOBSETS = Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet")
 
 
 @functools.cache
@@ -116,6 +118,8 @@ class Catalog:
             keys += [k for k in ("ClusterTrainingRuntime/v1alpha1", "TrainingRuntime/v1alpha1")
                      if k not in keys]  # fmt: skip
         out = list(CORE) + [self._crd(c) for c in keys]
+        if "TrainJob/v1alpha1" in keys:
+            out.append(JOBSETS)
         if self.poddefaults:
             out.append(PODDEFAULT)
         if self.metrics:

@@ -33,6 +33,7 @@ RUNTIMES = "trainer.kubeflow.org/v1alpha1/clustertrainingruntimes"
 NS_RUNTIMES = "trainer.kubeflow.org/v1alpha1/trainingruntimes"
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
 JS = "jobset.sigs.k8s.io/"
+JOBSETS = "jobset.x-k8s.io/v1alpha2/jobsets"
 
 
 class TrainerController:
@@ -56,6 +57,7 @@ class TrainerController:
             )
         if runtime is None:
             return  # Trainer waits for the runtime; the TrainJob gets no status
+        self._jobset(job)
         rspec = runtime.get("spec") or {}
         mpi = (rspec.get("mlPolicy") or {}).get("mpi")
         nodes = int(
@@ -70,6 +72,11 @@ class TrainerController:
             ).append(p)
         rjobs = ((rspec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []
         for rjob in rjobs:
+            late = next(
+                (t for part, t in self.op.late.items() if part in f"{name}-{rjob['name']}"), 0.0
+            )
+            if age < late:  # a slow chain of webhooks and controllers below the JobSet
+                continue
             count = 1 if rjob["name"] == "launcher" else nodes
             if rjob["name"] == "node" and mpi and mpi.get("runLauncherAsNode"):
                 count = max(nodes - 1, 1)
@@ -96,11 +103,29 @@ class TrainerController:
                      "failed": sum(J.phase(p) == "Failed" for p in by_job.get(r["name"], [])),
                      "active": sum(J.phase(p) in ("Running", "Pending") for p in by_job.get(r["name"], [])),
                      "suspended": 0} for r in rjobs]  # fmt: skip
-        J.write_status(store, res, job, by_job, ctype, msg, statuses)
+        if ctype in ("Complete", "Failed") or self.op.catalog.trainer != "v2.0.0":
+            # v2.0 declares status.jobsStatus but never writes it: a TrainJob has no
+            # status until its end condition (kubeflow/trainer v2.0.0 writes only
+            # conditions; v2.1 on set JobsStatus, pkg/runtime/framework/plugins/jobset)
+            J.write_status(store, res, job, by_job, ctype, msg, statuses)
         if ctype in ("Complete", "Failed"):  # a finished JobSet deletes its active Jobs
             for p in pods:
                 if J.phase(p) in ("Running", "Pending"):
                     store.delete(PODS, ns, p["metadata"]["name"])
+
+    def _jobset(self, job: dict[str, Any]) -> None:
+        """The JobSet Trainer creates for the TrainJob, owned by it (its spec is not
+        modelled: the Jobs and pods below are made here directly)."""
+        from .operator import owner
+
+        md = job["metadata"]
+        if self.op.store.get(JOBSETS, md["namespace"], md["name"]) is None:
+            try:
+                self.op.store.create(JOBSETS, {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                    "metadata": {"name": md["name"], "namespace": md["namespace"],
+                                 "ownerReferences": [owner(job)]}, "spec": {}})  # fmt: skip
+            except KeyError:
+                pass
 
     def _depends_met(self, rjob: dict[str, Any], by_job: dict[str, list[dict[str, Any]]]) -> bool:
         for dep in rjob.get("dependsOn") or []:
