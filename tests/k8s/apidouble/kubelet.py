@@ -120,6 +120,10 @@ class Kubelet:
         if not self._init_done(ns, pod):
             return  # tried again next round
         self.started.add(pod["metadata"]["uid"])
+        # the image pull: the container waits in ContainerCreating meanwhile
+        self._set_status(ns, name, P.pod("Pending", [P.waiting(main["name"], "ContainerCreating")]))
+        image = main.get("image", "")
+        record_event(self.store, ns, "Pod", name, "Pulling", f'Pulling image "{image}"', "Normal")
         threading.Thread(target=self._run_pod, args=(self.store.get(PODS, ns, name) or pod,),
                          daemon=True).start()  # fmt: skip
 
@@ -264,6 +268,11 @@ class Kubelet:
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
         spec = pod["spec"]
         main = main_container(pod)
+        time.sleep(self.scenario.pull_seconds)  # the pull, off the scheduler's thread
+        image = main.get("image", "")
+        record_event(
+            self.store, ns, "Pod", name, "Pulled", f'Successfully pulled image "{image}"', "Normal"
+        )
         sidecars = {s: f"containerd://{uuid.uuid4().hex}" for s in sidecar_names(pod)}
         for s, cid in sidecars.items():
             self.store.log_append(cid, f"{s}: Envoy proxy is ready")
@@ -324,7 +333,9 @@ class Kubelet:
 
     def _spawn(self, ns: str, pod: dict[str, Any], c: dict[str, Any], mounts: dict[str, str],
                read_only: list[str], root: Path) -> subprocess.Popen[bytes] | None:  # fmt: skip
-        argv = [C.rewrite(a, mounts) for a in (c.get("command") or []) + (c.get("args") or [])]
+        declared = C.environment(self.store, ns, pod, c)  # what $(VAR) in argv may name
+        argv = [C.rewrite(C.expand(a, declared), mounts)
+                for a in (c.get("command") or []) + (c.get("args") or [])]  # fmt: skip
         sshd = not argv or os.path.basename(argv[0]) == "sshd"
         if sshd and self.scenario.match(c.get("image", ""), self.scenario.no_sshd_images):
             raise StartFailed(
@@ -338,9 +349,7 @@ class Kubelet:
             argv = ["sleep", "3600"]
         env = {k: os.environ[k] for k in ("PATH", "HOME", "PYENV_ROOT", "LANG") if k in os.environ}
         env["HOSTNAME"] = pod["metadata"]["name"]
-        env.update(
-            {k: C.rewrite(v, mounts) for k, v in C.environment(self.store, ns, pod, c).items()}
-        )
+        env.update({k: C.rewrite(v, mounts) for k, v in declared.items()})
         argv = over_ssh(argv, [k for k in env if k not in ("PATH", "HOME", "PYENV_ROOT", "LANG",
                                                             "HOSTNAME")])  # fmt: skip
         cwd = C.rewrite(c.get("workingDir") or str(root), mounts)

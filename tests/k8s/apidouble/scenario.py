@@ -15,6 +15,8 @@ class Scenario:
     image_pull: set[str] = field(default_factory=set)  # pod parts whose image never pulls
     oom: set[str] = field(default_factory=set)  # exit 137 reported as OOMKilled
     restart_backoff: float = 0.3
+    #: seconds each pod's image pull takes (the pod is Pending, ContainerCreating)
+    pull_seconds: float = 0.0
     #: nodes pods are spread over, round robin (one node: nothing is ever multi-attached)
     nodes: list[str] = field(default_factory=lambda: ["node-0"])
     #: images (by reference part) no node can pull: an init container on one holds its
