@@ -300,8 +300,9 @@ def test_backoff_limit_is_reached_not_passed_and_exitcode_recreates(api, double,
                          if c["type"] == "Failed"], what="backoff failure")  # fmt: skip
     assert "backoff limit" in job[0]["message"]
     mark = tmp_path / "killed-once"
+    # the kubelet turns "$$" into "$" ($(VAR) expansion), so the shell's $$ is written $$$$
     retry = pytorchjob("ec", workers=0, policy="ExitCode", command=(
-        "sh", "-c", f"if [ -e {mark} ]; then exit 0; fi; touch {mark}; kill -TERM $$"))  # fmt: skip
+        "sh", "-c", f"if [ -e {mark} ]; then exit 0; fi; touch {mark}; kill -TERM $$$$"))  # fmt: skip
     create(api, retry, "pytorchjobs")
     until(lambda: [c for c in (double.store.get(PYTORCHJOBS, NS, "ec").get("status") or {}).get("conditions", [])
                    if c["type"] == "Succeeded"], what="success after a retried exit code 143")  # fmt: skip

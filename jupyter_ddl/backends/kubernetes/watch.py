@@ -166,7 +166,7 @@ class JobWatcher:
         conds = ((self.job or {}).get("status") or {}).get("conditions") or []
         ended = {t for t, _ in S.TERMINAL}
         notes = ((self.job or {}).get("metadata") or {}).get("annotations") or {}
-        return stalls.ANNOTATION_GAVE_UP in notes or any(
+        return S.ANNOTATION_GAVE_UP in notes or any(
             c.get("type") in ended and c.get("status") == "True" for c in conds
         )
 
