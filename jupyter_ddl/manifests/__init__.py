@@ -20,6 +20,7 @@ from jupyter_ddl.manifests import (
     trainingruntime,
     trainjob,
 )
+from jupyter_ddl.manifests.commands import launch_command
 from jupyter_ddl.manifests.common import (
     ANNOTATION_CELL,
     ANNOTATION_CODE_DIGEST,
@@ -38,7 +39,6 @@ from jupyter_ddl.manifests.common import (
     WORK_DIR,
     configmap_key,
     configmap_name,
-    launch_command,
     secret_name,
 )
 from jupyter_ddl.models import JobSpec
