@@ -11,7 +11,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from jupyter_ddl.core import kinds
-from jupyter_ddl.manifests import common, mpijob, podgroup, pytorchjob, tfjob, trainjob
+from jupyter_ddl.manifests import (
+    common,
+    mpijob,
+    podgroup,
+    pytorchjob,
+    tfjob,
+    trainingruntime,
+    trainjob,
+)
+from jupyter_ddl.manifests.commands import launch_command
 from jupyter_ddl.manifests.common import (
     ANNOTATION_CELL,
     ANNOTATION_CODE_DIGEST,
@@ -30,7 +39,6 @@ from jupyter_ddl.manifests.common import (
     WORK_DIR,
     configmap_key,
     configmap_name,
-    launch_command,
     secret_name,
 )
 from jupyter_ddl.models import JobSpec
@@ -92,4 +100,5 @@ __all__ = [
     "launch_command",
     "configmap_name",
     "secret_name",
+    "trainingruntime",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jupyter_ddl.manifests import common
+from jupyter_ddl.manifests import commands, common
 from jupyter_ddl.models import JobSpec
 
 DEFAULT_SSH_PATH = "/root/.ssh"  # framework images (horovod/horovod) run as root
@@ -16,7 +16,7 @@ DEFAULT_SSH_PATH = "/root/.ssh"  # framework images (horovod/horovod) run as roo
 
 def build(spec: JobSpec, code: common.Code) -> dict[str, Any]:
     shape = spec.shape
-    launcher = common.mpirun(
+    launcher = commands.mpirun(
         list(spec.command or code.command), shape.world_size, forward=common.env_names(spec)
     )
 

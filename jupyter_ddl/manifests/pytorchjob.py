@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from jupyter_ddl.manifests import common
+from jupyter_ddl.manifests import commands, common
 from jupyter_ddl.models import JobSpec
 
 
 def build(spec: JobSpec, code: common.Code) -> dict[str, Any]:
-    cmd = common.launch_command(spec, code.command)
+    cmd = commands.launch_command(spec, code.command)
     body: dict[str, Any] = {
         # explicit: the operator's default "auto" would make WORLD_SIZE disagree with torchrun
         "nprocPerNode": str(spec.shape.nproc_per_node),

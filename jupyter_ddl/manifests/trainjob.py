@@ -16,7 +16,7 @@ from typing import Any
 
 from jupyter_ddl.core import contract
 from jupyter_ddl.core.kinds import TrainJobKind
-from jupyter_ddl.manifests import common
+from jupyter_ddl.manifests import commands, common, trainingruntime
 from jupyter_ddl.models import JobSpec
 
 PATCH_MANAGER = "jupyter-ddl.io/submitter"
@@ -29,13 +29,13 @@ def build(spec: JobSpec, code: common.Code) -> dict[str, Any]:
     release = kind.release
     if shape.trainjob_mpi:
         program = list(spec.command or code.command)
-        cmd = common.mpirun(program, shape.world_size, hostfile=contract.MPI_HOSTFILE_PATH,
+        cmd = commands.mpirun(program, shape.world_size, hostfile=contract.MPI_HOSTFILE_PATH,
                             forward=common.env_names(spec))  # fmt: skip
     else:
-        cmd = common.launch_command(spec, code.command)
+        cmd = commands.launch_command(spec, code.command)
     trainer: dict[str, Any] = {
         "image": code.image,
-        "command": common.in_work_dir(cmd),
+        "command": commands.in_work_dir(cmd),
         "env": common.env_list(spec),
         "numNodes": shape.num_nodes,
         "numProcPerNode": shape.nproc_per_node,
@@ -43,12 +43,15 @@ def build(spec: JobSpec, code: common.Code) -> dict[str, Any]:
     res = common.resources(shape.resources["Node"])
     if res:
         trainer["resourcesPerNode"] = res
+    ref = {
+        "name": shape.runtime.name,
+        "apiGroup": kind.group,
+        "kind": spec.backend_options.get("runtime_kind", "ClusterTrainingRuntime"),
+    }
+    if trainingruntime.needs_own_runtime(spec):  # backoff and restart live in the runtime
+        ref.update(name=trainingruntime.name_for(spec.name), kind=trainingruntime.KIND)
     body: dict[str, Any] = {
-        "runtimeRef": {
-            "name": shape.runtime.name,
-            "apiGroup": kind.group,
-            "kind": spec.backend_options.get("runtime_kind", "ClusterTrainingRuntime"),
-        },
+        "runtimeRef": ref,
         "trainer": trainer,
         release.override_field: _overrides(spec, code),
     }

@@ -6,6 +6,7 @@ from jupyter_ddl.core import names
 from jupyter_ddl.core.shape import TRAINER_RELEASE_OPTION, is_trainjob, try_resolve
 from jupyter_ddl.core.strategies import Strategy
 from jupyter_ddl.core.trainer import RELEASES, release_named
+from jupyter_ddl.manifests.trainingruntime import JOB_RESTART_POLICIES
 from jupyter_ddl.models import JobSpec, RestartPolicy
 
 GANG_SCHEDULERS = ("volcano", "scheduler-plugins")
@@ -19,9 +20,11 @@ def run_policy_problems(spec: JobSpec, strategy: Strategy) -> list[str]:
         out.append(
             f"restart_policy: unknown policy {spec.restart_policy!r}; choose one of: {choices}"
         )
-    elif is_trainjob(spec) and rp is not None:
+    elif is_trainjob(spec) and rp is not None and rp not in JOB_RESTART_POLICIES:
+        # a TrainJob's pods belong to batch Jobs, which accept these two only
         out.append(
-            "restart_policy: a TrainJob has no restart policy (its runtime decides); drop it"
+            f"restart_policy: a TrainJob's Jobs refuse {rp.value} (operator-contract.md §11.8); "
+            "use Never or OnFailure"
         )
     elif rp in strategy.kind.refused_restart():
         out.append(
@@ -37,11 +40,9 @@ def run_policy_problems(spec: JobSpec, strategy: Strategy) -> list[str]:
     ):
         if value is not None and value < low:
             out.append(f"{field}: {value} is below {low}; give {low} or more, or leave it unset")
-    if is_trainjob(spec) and (
-        spec.backoff_limit is not None or spec.ttl_seconds_after_finished is not None
-    ):
+    if is_trainjob(spec) and spec.ttl_seconds_after_finished is not None:
         out.append(
-            "backoff_limit: a TrainJob takes neither backoff_limit nor TTL; drop them (its runtime decides)"
+            "ttl_seconds_after_finished: a TrainJob has no TTL (its runtime decides); drop it"
         )
     return out + _trainer_release_problems(spec)
 

@@ -134,3 +134,60 @@ def test_the_log_of_a_pod_on_no_node_is_empty_not_an_error(api, double):
     time.sleep(0.5)
     assert core.read_namespaced_pod_log("nowhere", "team-a") == ""
     assert core.read_namespaced_pod_log("nowhere", "team-a", follow=True) == ""
+
+
+def test_configmap_binary_data_reaches_the_volume_byte_for_byte(api, double):
+    """A ConfigMap's ``binaryData`` is mounted as the bytes it holds (the kubelet's
+    configMap volume writes them unchanged); a lossy decode would corrupt them."""
+    import base64
+
+    core = client.CoreV1Api(api)
+    blob = bytes(range(256))
+    core.create_namespaced_config_map("team-a", {"metadata": {"name": "blob"},
+        "binaryData": {"b.bin": base64.b64encode(blob).decode()}})  # fmt: skip
+    pod = _pod("reader", {}, ["python", "-c", "import sys, hashlib; "
+               "print(hashlib.sha256(open('/data/b.bin', 'rb').read()).hexdigest())"])  # fmt: skip
+    pod["spec"]["volumes"] = [{"name": "d", "configMap": {"name": "blob"}}]
+    pod["spec"]["containers"][0]["volumeMounts"] = [{"name": "d", "mountPath": "/data"}]
+    core.create_namespaced_pod("team-a", pod)
+    wait_phase(core, "reader", {"Succeeded", "Failed"})
+    import hashlib
+
+    assert (
+        core.read_namespaced_pod_log("reader", "team-a").strip() == hashlib.sha256(blob).hexdigest()
+    )
+
+
+def test_var_references_expand_as_the_kubelet_does(api, double):
+    """``$(VAR)`` in command, args and env values names a variable of the container
+    (env values: one defined before); undefined stays as written; ``$$`` is ``$``."""
+    core = client.CoreV1Api(api)
+    pod = _pod("expand", {}, ["python", "-c", "import os, sys; print(sys.argv[1:], os.environ['WHO'])",
+                              "$(GREETING)", "$(NOPE)", "$$(GREETING)"])  # fmt: skip
+    pod["spec"]["containers"][0]["env"] = [{"name": "NAME", "value": "world"},
+                                           {"name": "GREETING", "value": "hello-$(NAME)"},
+                                           {"name": "WHO", "value": "$(LATER)"},
+                                           {"name": "LATER", "value": "x"}]  # fmt: skip
+    core.create_namespaced_pod("team-a", pod)
+    wait_phase(core, "expand", {"Succeeded", "Failed"})
+    out = core.read_namespaced_pod_log("expand", "team-a").strip()
+    assert out == "['hello-world', '$(NOPE)', '$(GREETING)'] $(LATER)", out
+
+
+def test_a_pod_waits_in_container_creating_while_its_image_pulls(api, double):
+    """Before its container runs, a placed pod is Pending with ContainerCreating and
+    the kubelet records Pulling and Pulled."""
+    core = client.CoreV1Api(api)
+    double.scenario.pull_seconds = 1.5
+    core.create_namespaced_pod("team-a", _pod("pulling", {}, ["true"]))
+    pod = wait_phase(core, "pulling", {"Pending"})
+    deadline = time.monotonic() + 5
+    while not (pod.status.container_statuses and pod.status.container_statuses[0].state.waiting):
+        assert time.monotonic() < deadline, pod.status
+        time.sleep(0.05)
+        pod = core.read_namespaced_pod("pulling", "team-a")
+    assert pod.status.container_statuses[0].state.waiting.reason == "ContainerCreating"
+    wait_phase(core, "pulling", {"Succeeded"})
+    reasons = {e.reason for e in core.list_namespaced_event("team-a").items
+               if e.involved_object.name == "pulling"}  # fmt: skip
+    assert {"Pulling", "Pulled"} <= reasons, reasons

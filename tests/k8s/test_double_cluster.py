@@ -211,10 +211,16 @@ def test_sidecars_come_first_in_container_statuses(api, double):
     }
     core.create_namespaced_pod(NS, opted_out)
     done = until(
-        lambda: (p := core.read_namespaced_pod("meshed", NS)).status.phase == "Succeeded" and p
+        lambda: (
+            (p := core.read_namespaced_pod("meshed", NS)).status.container_statuses
+            and p.status.container_statuses[-1].state.terminated
+            and p
+        )
     )
     assert [c.name for c in done.status.container_statuses] == ["istio-proxy", "pytorch"]
     assert done.status.container_statuses[1].state.terminated.exit_code == 0
+    # Istio's classic sidecar never exits: the pod is never Succeeded
+    assert done.status.phase == "Running" and done.status.container_statuses[0].state.running
     assert core.read_namespaced_pod_log("meshed", NS, container="pytorch").strip() == "trained"
     assert len(core.read_namespaced_pod("plain", NS).spec.containers) == 1
 
@@ -294,8 +300,9 @@ def test_backoff_limit_is_reached_not_passed_and_exitcode_recreates(api, double,
                          if c["type"] == "Failed"], what="backoff failure")  # fmt: skip
     assert "backoff limit" in job[0]["message"]
     mark = tmp_path / "killed-once"
+    # the kubelet turns "$$" into "$" ($(VAR) expansion), so the shell's $$ is written $$$$
     retry = pytorchjob("ec", workers=0, policy="ExitCode", command=(
-        "sh", "-c", f"if [ -e {mark} ]; then exit 0; fi; touch {mark}; kill -TERM $$"))  # fmt: skip
+        "sh", "-c", f"if [ -e {mark} ]; then exit 0; fi; touch {mark}; kill -TERM $$$$"))  # fmt: skip
     create(api, retry, "pytorchjobs")
     until(lambda: [c for c in (double.store.get(PYTORCHJOBS, NS, "ec").get("status") or {}).get("conditions", [])
                    if c["type"] == "Succeeded"], what="success after a retried exit code 143")  # fmt: skip

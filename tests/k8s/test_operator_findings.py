@@ -174,7 +174,7 @@ def test_an_ongoing_event_series_is_fresh():
     """kube-scheduler writes FailedScheduling through events.k8s.io: ``eventTime`` stays
     at the first occurrence, ``series.lastObservedTime`` moves, ``lastTimestamp`` is
     unset. A watcher attached after the series began must still see it as current."""
-    from jupyter_ddl.backends.kubernetes.watch import last_seen
+    from jupyter_ddl.backends.kubernetes.reasons import last_seen
 
     ev = {"reason": "FailedScheduling", "eventTime": "2026-01-01T00:00:00.000000Z",
           "series": {"count": 40, "lastObservedTime": "2026-01-01T00:20:00.000000Z"}}  # fmt: skip

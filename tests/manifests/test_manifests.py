@@ -16,7 +16,7 @@ from jupyter_ddl.manifests import (
     LABEL_MANAGED,
     WORK_DIR,
     build_manifests,
-    common,
+    commands,
     configmap_key,
 )
 from jupyter_ddl.manifests.podgroup import min_resources, quantity
@@ -280,7 +280,7 @@ def test_torchrun_when_a_replica_runs_several_processes():
     many = build(JobSpec("a", "torch-ddp", nproc_per_node=2))[0]
     assert containers(many, "Master")[0]["command"] == ["torchrun", f"{CODE_DIR}/main.py"]
     assert many["spec"]["nprocPerNode"] == "2"
-    assert common.torchrun(["python3", "-u", "-m", "pkg.train", "--lr", "1"]) == [
+    assert commands.torchrun(["python3", "-u", "-m", "pkg.train", "--lr", "1"]) == [
         "torchrun",
         "-m",
         "pkg.train",

@@ -59,7 +59,7 @@ CASES = [
     ("trainjob-for-horovod", spec("horovod", target="TrainJob"), "cannot run as a TrainJob", "target"),
     ("unknown-target", spec(target="JobSet"), "unknown target 'JobSet'", "target"),
     ("runtime-ref-without-trainjob", spec(runtime_ref="torch-distributed"), "only a TrainJob", "runtime_ref"),
-    ("trainjob-restart-policy", spec(target="TrainJob", restart_policy="Never"), "has no restart policy", "restart_policy"),
+    ("trainjob-restart-policy", spec(target="TrainJob", restart_policy="ExitCode"), "Jobs refuse ExitCode", "restart_policy"),
     ("trainjob-reserved-env", spec(target="TrainJob", env={"PET_NNODES": "4"}), "operator sets PET_NNODES", "env.PET_NNODES"),
     ("operator-env-rank", spec(env={"RANK": "0"}), "operator sets RANK", "env.RANK"),
     ("operator-env-tf-config", spec("tf-multi-worker-mirrored", env={"TF_CONFIG": "{}"}), "operator sets TF_CONFIG", "env.TF_CONFIG"),

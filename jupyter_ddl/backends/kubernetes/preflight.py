@@ -86,6 +86,15 @@ def podgroup_check(obj: dict[str, Any]) -> Check:
     return ("create", group, obj["kind"].lower() + "s", "")
 
 
+def refused(conn: Connection, checks: Sequence[Check]) -> list[str] | None:
+    """The checks the API server refuses ("create pods/log"), or None when it will not
+    answer access reviews (the real calls will tell)."""
+    answers = [_review(conn, c) for c in checks]
+    if any(a is None for a in answers):
+        return None
+    return [f"{v} {r}{'/' + sub if sub else ''}" for (v, _, r, sub), ok in zip(checks, answers, strict=True) if not ok]  # fmt: skip
+
+
 def check_access(
     conn: Connection, kind: Kind, extra: Sequence[Check] = (), cache: CheckCache | None = None
 ) -> None:

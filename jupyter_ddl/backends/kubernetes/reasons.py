@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+from jupyter_ddl._util import timestamps
+
 _PULL = ("ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull")
 _CONFIG = ("CreateContainerConfigError", "CreateContainerError")
 
@@ -141,3 +143,16 @@ def podgroup_waiting(pg: dict[str, Any]) -> str | None:
     ]
     detail = conds[-1].get("message") if conds else f"{scheduled}/{min_member} replicas placed"
     return f"gang scheduling not satisfied: PodGroup {pg.get('metadata', {}).get('name')} is {phase or 'Pending'} ({detail})"
+
+
+def last_seen(ev: dict[str, Any]) -> float | None:
+    """When an event last happened. An event written through events.k8s.io (the
+    scheduler's FailedScheduling) keeps ``eventTime`` at its first occurrence and moves
+    ``series.lastObservedTime`` (kubernetes ``staging/src/k8s.io/client-go/tools/events``),
+    so a series still going on is judged by that, not by its start."""
+    series = (ev.get("series") or {}).get("lastObservedTime")
+    for ts in (series, ev.get("lastTimestamp"), ev.get("eventTime")):
+        t = timestamps.parse(ts) if ts else None
+        if t is not None:
+            return t
+    return None

@@ -111,6 +111,12 @@ def _crd(conn: Connection) -> dict[str, Any] | None:
 def read_runtime(conn: Connection, name: str, kind: str) -> RuntimeLayout | None:
     """The layout of runtime ``name``; ValidationError naming the runtimes the cluster
     has when it has no such one; None when runtimes cannot be read (RBAC)."""
+    obj = read_runtime_object(conn, name, kind)
+    return None if obj is None else layout_of(obj)
+
+
+def read_runtime_object(conn: Connection, name: str, kind: str) -> dict[str, Any] | None:
+    """Runtime ``name`` as the cluster stores it (errors as ``read_runtime``)."""
     from kubernetes.client import ApiException
 
     plural = RUNTIME_PLURALS.get(kind)
@@ -136,7 +142,7 @@ def read_runtime(conn: Connection, name: str, kind: str) -> RuntimeLayout | None
             + (", ".join(have) if have else "none")
             + ("" if have else " (install Trainer's runtimes, or name one with runtime_ref)")
         ) from None
-    return layout_of(obj)
+    return dict(obj)
 
 
 def runtime_names(conn: Connection) -> list[str]:

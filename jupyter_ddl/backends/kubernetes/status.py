@@ -25,10 +25,13 @@ from jupyter_ddl.manifests import (
     ANNOTATION_SPEC,
     LABEL_STRATEGY,
     PREFIX,
+    trainingruntime,
 )
 from jupyter_ddl.models import JobSpec, JobState, JobStatus, ReplicaState, ReplicaStatus
 
 ANNOTATION_CANCELLED = PREFIX + "cancelled"
+#: on a job ended because a pod could never start: the reason (``stalls``)
+ANNOTATION_GAVE_UP = PREFIX + "never-started"
 ANNOTATION_WARNINGS = PREFIX + "warnings"
 ANNOTATION_IMAGE = PREFIX + "image"  # {"reference": ..., "pushed": true|false|null}
 Key = tuple[str, int]
@@ -83,8 +86,11 @@ def replica_status(kind: Kind, role: str, index: int, pod: dict[str, Any] | None
     cs = container_status(kind, pod) or {}
     rs.restarts = int(cs.get("restartCount") or 0)
     state = cs.get("state") or {}
+    # a failed pod, or one waiting to restart, ended its last run as lastState says
     term = state.get("terminated") or (
-        (cs.get("lastState") or {}).get("terminated") if phase == "Failed" else None
+        (cs.get("lastState") or {}).get("terminated")
+        if phase == "Failed" or state.get("waiting")
+        else None
     )
     if term:
         rs.exit_code = term.get("exitCode")
@@ -138,6 +144,8 @@ def job_state(obj: Mapping[str, Any], replicas: list[ReplicaStatus]) -> tuple[Jo
         c = _true(conds, ctype)
         if c:
             return state, c.get("message")
+    if notes.get(ANNOTATION_GAVE_UP):  # a pod that could never start (``stalls``)
+        return JobState.FAILED, notes[ANNOTATION_GAVE_UP]
     if notes.get(ANNOTATION_CANCELLED) == "true":
         return JobState.CANCELLED, "cancelled"
     last = next((c for c in reversed(conds) if c.get("status") == "True"), None)
@@ -281,15 +289,31 @@ def _ranks(obj: Mapping[str, Any]) -> dict[Key, int]:
         return {}
 
 
-#: the Job controller's default backoffLimit: what a TrainJob's Jobs get, since no
-#: Trainer runtime sets one and no TrainJob field reaches it (operator-contract.md §11.4)
-JOB_DEFAULT_BACKOFF_LIMIT = 6
-
-
 def _backoff_limit(obj: Mapping[str, Any]) -> int | None:
     """runPolicy.backoffLimit of a Kubeflow v1 job or MPIJob; for a TrainJob the
-    limit its Jobs run under, so a restart is shown as n of that limit."""
+    limit its Jobs run under (its own runtime's, else the Job controller's default:
+    operator-contract.md §11.4, §11.8), so a restart is shown as n of that limit."""
     if obj.get("kind") == "TrainJob":
-        return JOB_DEFAULT_BACKOFF_LIMIT
+        spec = submitted_spec(obj)
+        if spec is None:
+            return trainingruntime.JOB_DEFAULT_BACKOFF_LIMIT
+        return trainingruntime.backoff_limit(spec)
     limit = ((obj.get("spec") or {}).get("runPolicy") or {}).get("backoffLimit")
     return int(limit) if isinstance(limit, int) else None
+
+
+def container_ids(kind: Kind, pod: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """(container ID, container name, is current) of the replica's container
+    (``status.container_status``): its earlier run (``lastState``) and its current run
+    once it has started."""
+    cs = container_status(kind, pod)
+    if cs is None:
+        return []
+    out = []
+    last = (cs.get("lastState") or {}).get("terminated") or {}
+    if last.get("containerID"):
+        out.append((last["containerID"], cs["name"], False))
+    state = cs.get("state") or {}
+    if cs.get("containerID") and ("running" in state or "terminated" in state):
+        out.append((cs["containerID"], cs["name"], True))
+    return out

@@ -29,12 +29,20 @@ from jupyter_ddl.backends.kubernetes.connection import Connection
 from jupyter_ddl.backends.kubernetes.objects import STRICT, CustomObjects
 from jupyter_ddl.backends.kubernetes.status import ANNOTATION_IMAGE, ANNOTATION_WARNINGS
 from jupyter_ddl.config import Config
-from jupyter_ddl.core.kinds import Kind, TrainJobKind
+from jupyter_ddl.core.kinds import TRAINJOB, Kind, TrainJobKind
 from jupyter_ddl.core.shape import TRAINER_RELEASE_OPTION, TRAINER_RUNTIME_OPTION
+from jupyter_ddl.core.trainer import layout_of
 from jupyter_ddl.errors import DDLError, JobConflict, ValidationError
 from jupyter_ddl.image.builder import build_and_push
 from jupyter_ddl.image.plan import ImagePlan, notebook_container_image, plan_image
-from jupyter_ddl.manifests import ANNOTATION_SPEC, CODE_DIR, build_manifests, common, podgroup
+from jupyter_ddl.manifests import (
+    ANNOTATION_SPEC,
+    CODE_DIR,
+    build_manifests,
+    common,
+    podgroup,
+    trainingruntime,
+)
 from jupyter_ddl.models import CodeBundle, JobSpec
 from jupyter_ddl.validation import validate
 from jupyter_ddl.validation.images import image_problems
@@ -108,19 +116,58 @@ def _with_options(spec: JobSpec, **options: Any) -> JobSpec:
 
 def _for_trainer(
     conn: Connection, cfg: Config, spec: JobSpec, checks: CheckCache | None = None
-) -> tuple[JobSpec, runtimes.Found | None]:
-    """A TrainJob's spec with the cluster's Trainer release and its runtime's layout."""
+) -> tuple[JobSpec, runtimes.Found | None, dict[str, Any] | None]:
+    """A TrainJob's spec with the cluster's Trainer release and its runtime's layout,
+    and the runtime as read (None: unreadable, or not a TrainJob)."""
     if spec.shape.runtime is None:
-        return spec, None
+        return spec, None, None
     ask = partial(runtimes.find_release, conn, cfg)
     found: runtimes.Found = ask() if checks is None else checks.release(ask)
     spec = _with_options(spec, **{TRAINER_RELEASE_OPTION: found.release})
     kind = spec.backend_options.get("runtime_kind", "ClusterTrainingRuntime")
-    layout = runtimes.read_runtime(conn, str(spec.shape.trainjob_runtime), kind)
-    if layout is not None:
+    runtime = runtimes.read_runtime_object(conn, str(spec.shape.trainjob_runtime), kind)
+    if runtime is not None:
+        layout = layout_of(runtime)
         spec = _with_options(spec, **{TRAINER_RUNTIME_OPTION: layout.to_dict()})
     validate(spec)  # what the cluster runs may refuse what the spec asks (a deadline on v2.1)
-    return spec, found
+    return spec, found, runtime
+
+
+def _own_runtime(conn: Connection, spec: JobSpec, runtime: dict[str, Any] | None,
+                 labels: dict[str, str], warnings: list[str]) -> tuple[JobSpec, list[dict[str, Any]]]:  # fmt: skip
+    """The TrainJob's own TrainingRuntime when it asks for a backoff limit or restart
+    policy (operator-contract.md §11.8), after checking that it can be made, or on
+    Trainer v2.0 where it can (§11.10: a warning where it cannot); none else."""
+    if trainingruntime.wants_pod_metadata(spec) and not trainingruntime.asks_runtime_settings(spec):
+        check = [("create", TRAINJOB.group, trainingruntime.PLURAL, "")]
+        if runtime is None or preflight.refused(conn, check) != []:
+            warnings.append(
+                "Trainer v2.0 carries pod labels and annotations only in a runtime, and no "
+                "TrainingRuntime of this job's own can be made here: its pods get no Istio "
+                "opt-out (in a namespace with Istio injection the job would never end) and "
+                "no PodDefault labels"
+            )
+            return spec, []
+        spec = _with_options(spec, **{trainingruntime.OWN_RUNTIME_OPTION: True})
+        return spec, [trainingruntime.build(spec, runtime, labels)]
+    if not trainingruntime.needs_own_runtime(spec):
+        return spec, []
+    drop = "or drop --backoff-limit/--restart-policy (the runtime's Jobs then allow 6 restarts)"
+    name = spec.shape.trainjob_runtime
+    if runtime is None:
+        raise ValidationError(
+            f"backoff_limit: a TrainJob takes it through a copy of its runtime, and runtime "
+            f"{name!r} cannot be read here; ask an admin for get on trainer.kubeflow.org "
+            f"runtimes, {drop}"
+        )
+    missing = preflight.refused(conn, [("create", TRAINJOB.group, trainingruntime.PLURAL, "")])
+    if missing:
+        raise ValidationError(
+            f"backoff_limit: a TrainJob takes it through a TrainingRuntime of its own, which "
+            f"you may not create in namespace {conn.namespace} (Kubeflow's editor role may "
+            f"only read them); ask an admin for create on trainingruntimes, {drop}"
+        )
+    return spec, [trainingruntime.build(spec, runtime, labels)]
 
 
 def _absent(conn: Connection, kind: Kind, name: str) -> None:
@@ -159,7 +206,7 @@ def submit(
         partial(_pod_and_defaults, home),
     ]  # fmt: skip
     answers = parallel(pool, calls)
-    spec, found = answers[0]
+    spec, found, runtime = answers[0]
     pod, poddefaults = answers[4]
     kind = spec.shape.job_kind
     bad_image = image_problems(spec, notebook_container_image(pod), cfg.base_images.get("mpi"))
@@ -172,6 +219,7 @@ def submit(
     labels = common.our_labels(spec, bundle.digest)
     secret = shipping.secret(spec, environ if environ is not None else os.environ, labels)
     warnings += preflight.gpu_warnings(conn, _gpu_asks(spec))
+    spec, own_runtime = _own_runtime(conn, spec, runtime, labels, warnings)
     if spec.image and cfg.registry:
         preflight.check_image(cfg, spec.image)
     plan = plan_image(spec, bundle, cfg, notebook_container_image(pod))
@@ -199,7 +247,7 @@ def submit(
         return objs
 
     # -- writes ----------------------------------------------------------------------
-    aux = [o for o in (cm, secret) if o] + render(spec)[1:]
+    aux = [o for o in (cm, secret) if o] + own_runtime + render(spec)[1:]
     created: list[dict[str, Any]] = []
     try:
         created = _create_all(conn, aux, pool)

@@ -32,14 +32,14 @@ from typing import Any
 from jupyter_ddl._util.queues import put_until_stopped
 from jupyter_ddl.backends.folds import line_events, replica_events
 from jupyter_ddl.backends.kubernetes import items as I
+from jupyter_ddl.backends.kubernetes import producers, stalls
 from jupyter_ddl.backends.kubernetes import status as S
 from jupyter_ddl.backends.kubernetes.connection import Connection
 from jupyter_ddl.backends.kubernetes.listwatch import ListWatch
 from jupyter_ddl.backends.kubernetes.logstream import Stream
 from jupyter_ddl.backends.kubernetes.multiplex import LogMultiplexer
-from jupyter_ddl.backends.kubernetes.objects import CustomObjects
-from jupyter_ddl.backends.kubernetes.reasons import EVENT_REASONS, event_waiting
-from jupyter_ddl.backends.kubernetes.usage import poll_usage
+from jupyter_ddl.backends.kubernetes.reasons import EVENT_REASONS, event_waiting, last_seen
+from jupyter_ddl.backends.kubernetes.status import container_ids
 from jupyter_ddl.core.kinds import Kind
 from jupyter_ddl.core.metrics import is_metric_line
 from jupyter_ddl.models import (
@@ -52,7 +52,7 @@ from jupyter_ddl.models import (
     replica_id,
 )
 
-LAST_LINES = 20
+LAST_LINES = 100  # as the local backend: torchrun's failure summary and a child's traceback
 #: seconds to wait for log streams of replicas still running after the job ended
 FINISH_GRACE = 10.0
 #: seconds without a status and without a pod after which the operator is suspected
@@ -87,6 +87,8 @@ class JobWatcher:
         self._finished_at: float | None = None
         self._began = time.monotonic()
         self._told_no_status = False
+        self._gave_up = False
+        self._acted = False  # an event about the job's own objects was seen
         self.raw = raw  # LOG events for report() lines too (a raw log follower)
         # what the fold has seen: the announced state, each replica's change key and
         # message, the producers whose list is complete, whether the job was deleted
@@ -100,45 +102,8 @@ class JobWatcher:
     def _put(self, item: I.Item) -> bool:
         return put_until_stopped(self.q, item, self.stop, self._halt)
 
-    def _spawn(self, target: Callable[..., None], *args: Any, **kwargs: Any) -> threading.Thread:
-        t = threading.Thread(
-            target=target, args=args, kwargs=kwargs, daemon=True, name=f"ddl-k8s-{self.name}"
-        )
-        t.start()
-        return t
-
     def start(self) -> None:
-        core, ns = self.conn.client("CoreV1Api"), self.conn.namespace
-        job_list = CustomObjects(self.conn, self.kind).list_fn()
-
-        self._mux = LogMultiplexer(
-            self.conn,
-            lambda rid, batch: self._put(I.Lines(rid, batch)),
-            on_done=lambda cid: self._put(I.FollowerDone(cid)),
-            still_running=self._container_running,
-            on_error=lambda rid, err: self._put(I.LogFailed(rid, err)),
-            on_lost=lambda cause: self._put(I.LostContact(cause)),
-        )
-        self._spawn(
-            self._lw.run, I.JobChanged, job_list, field_selector=f"metadata.name={self.name}"
-        )
-        self._spawn(
-            self._lw.run,
-            I.PodChanged,
-            core.list_namespaced_pod,
-            namespace=ns,
-            label_selector=self.kind.pod_selector(self.name),
-        )
-        self._spawn(self._lw.run, I.EventSeen, core.list_namespaced_event, namespace=ns)
-        if self.usage_every > 0:
-            self._spawn(
-                poll_usage,
-                self.conn,
-                self.kind.pod_selector(self.name),
-                self.usage_every,
-                self._put,
-                self._halt,
-            )
+        producers.start(self)
 
     # -- log followers --------------------------------------------------------------------
     def _container_running(self, pod: str, cid: str | None) -> bool:
@@ -200,7 +165,10 @@ class JobWatcher:
         """Has the job ended (as far as this watcher has heard)?"""
         conds = ((self.job or {}).get("status") or {}).get("conditions") or []
         ended = {t for t, _ in S.TERMINAL}
-        return any(c.get("type") in ended and c.get("status") == "True" for c in conds)
+        notes = ((self.job or {}).get("metadata") or {}).get("annotations") or {}
+        return S.ANNOTATION_GAVE_UP in notes or any(
+            c.get("type") in ended and c.get("status") == "True" for c in conds
+        )
 
     def _concerns(self, ev: dict[str, Any]) -> str | None:
         """A Warning event about this job, its pods or its batch Jobs, as one line."""
@@ -213,17 +181,26 @@ class JobWatcher:
         return event_waiting(ev, self.kind.refusal_events) if self._fresh(ev) else None
 
     def _silent_operator(self) -> str | None:
-        """One line when the job still has no status and no pod after a while."""
+        """One line when the operator has shown no sign of life after a while: no
+        status, no pod, no event about the job's objects, nothing it creates (§11.11)."""
         if self._told_no_status or self.job is None or self.pods or self.job.get("status"):
             return None
         waited = time.monotonic() - self._began
-        if waited < self.no_status_after:
+        if waited < self.no_status_after or self._acted:
             return None
-        self._told_no_status = True
-        return (
-            f"{self.kind} {self.name} has no status and no pod after {waited:.0f} s: "
-            f"is {self.kind.operator} running, and watching namespace {self.conn.namespace}?"
-        )
+        self._told_no_status = True  # asked once: the answer costs a request
+        if stalls.operator_alive(self.conn, self.kind, self.name, self.job):
+            return None
+        return stalls.silent_operator(self.kind, self.name, self.conn.namespace, waited)
+
+    def _give_up(self, st: JobStatus) -> None:
+        """End a job a pod of which can never start (``stalls``): once, while it runs."""
+        if self._gave_up or st.state.finished or self.job is None:
+            return
+        why = stalls.never_starts(self.kind, self.pods.values())
+        if why is not None:
+            self._gave_up = True
+            stalls.give_up(self.conn, self.kind, self.name, why)
 
     def _fold(self) -> Iterator[JobEvent]:
         folded = 0.0
@@ -251,6 +228,7 @@ class JobWatcher:
                     return
                 continue
             yield from self._status_events(st)
+            self._give_up(st)
             if (st.state.finished or self._gone) and self._finished_at is None:
                 self._finished_at = time.monotonic()
             if self._finished_at is not None and I.PodChanged in self._synced and self._drained():
@@ -301,6 +279,8 @@ class JobWatcher:
         return iter(())
 
     def _on_event(self, item: I.EventSeen) -> Iterator[JobEvent]:
+        involved = (item.obj.get("involvedObject") or {}).get("name", "")
+        self._acted |= involved in self.kind.event_objects(self.name)  # its controllers work
         msg = self._concerns(item.obj)
         if msg:
             involved = (item.obj.get("involvedObject") or {}).get("name", "")
@@ -383,19 +363,6 @@ class JobWatcher:
         return JobEvent(EventKind.LOG, self.name, replica=line.replica, log=line)
 
 
-def last_seen(ev: dict[str, Any]) -> float | None:
-    """When an event last happened. An event written through events.k8s.io (the
-    scheduler's FailedScheduling) keeps ``eventTime`` at its first occurrence and moves
-    ``series.lastObservedTime`` (kubernetes ``staging/src/k8s.io/client-go/tools/events``),
-    so a series still going on is judged by that, not by its start."""
-    series = (ev.get("series") or {}).get("lastObservedTime")
-    for ts in (series, ev.get("lastTimestamp"), ev.get("eventTime")):
-        t = S.epoch(ts) if ts else None
-        if t is not None:
-            return t
-    return None
-
-
 def _changed(r: ReplicaStatus) -> Hashable:
     """What makes a REPLICA event (a new message is a WAITING event instead)."""
     return (r.state, r.restarts, r.exit_code)
@@ -414,20 +381,3 @@ _HANDLERS: dict[type, Callable[[JobWatcher, Any], Iterator[JobEvent]]] = {
     I.FollowerDone: JobWatcher._nothing,
     I.Tick: JobWatcher._nothing,
 }
-
-
-def container_ids(kind: Kind, pod: dict[str, Any]) -> list[tuple[str, str, bool]]:
-    """(container ID, container name, is current) of the replica's container
-    (``status.container_status``): its earlier run (``lastState``) and its current run
-    once it has started."""
-    cs = S.container_status(kind, pod)
-    if cs is None:
-        return []
-    out = []
-    last = (cs.get("lastState") or {}).get("terminated") or {}
-    if last.get("containerID"):
-        out.append((last["containerID"], cs["name"], False))
-    state = cs.get("state") or {}
-    if cs.get("containerID") and ("running" in state or "terminated" in state):
-        out.append((cs["containerID"], cs["name"], True))
-    return out

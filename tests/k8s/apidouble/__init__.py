@@ -22,10 +22,11 @@ from typing import Any
 
 import yaml
 
-from .kubelet import Kubelet, Scenario
+from .kubelet import Kubelet
 from .operator import Operator
 from .policy import Policy
 from .resources import DEFAULT_CRDS, Catalog, release_runtimes
+from .scenario import Scenario
 from .server import Handler, State
 from .store import Store
 
@@ -112,8 +113,10 @@ class ApiDouble:
 
     def kubeflow_edit(self) -> None:
         """RBAC like Kubeflow's ``kubeflow-edit`` ClusterRole: jobs, pods, logs, ConfigMaps
-        and Secrets, but no rule for ``podgroups`` (neither Volcano's nor coscheduling's)."""
-        self.state.denied |= {("*", "podgroups")}
+        and Secrets, but no rule for ``podgroups`` (neither Volcano's nor coscheduling's),
+        and TrainingRuntimes read-only (kubeflow/trainer v2.3.0
+        ``manifests/overlays/kubeflow-platform/kubeflow-trainer-roles.yaml``)."""
+        self.state.denied |= {("*", "podgroups"), ("create", "trainingruntimes")}
 
     def label_namespace(self, labels: dict[str, str], namespace: str = NAMESPACE) -> None:
         self.store.mutate("core/v1/namespaces", "", namespace,

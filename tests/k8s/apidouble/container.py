@@ -16,11 +16,13 @@ from __future__ import annotations
 import base64
 import functools
 import os
+import re
 import shlex
 import stat
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +47,32 @@ def read_only_mechanism() -> str:
 
 
 def data(store: Store, ns: str, kind: str, name: str) -> dict[str, str]:
+    """The text values env reads: a Secret's ``data``, a ConfigMap's ``data`` (the
+    kubelet's envFrom and configMapKeyRef never read ``binaryData``)."""
     obj = store.get(f"core/v1/{kind}", ns, name) or {}
     if kind == "secrets":
         return {k: base64.b64decode(v).decode() for k, v in (obj.get("data") or {}).items()}
-    out = dict(obj.get("data") or {})
-    out.update({k: base64.b64decode(v).decode(errors="replace")
-                for k, v in (obj.get("binaryData") or {}).items()})  # fmt: skip
+    return dict(obj.get("data") or {})
+
+
+def files(store: Store, ns: str, kind: str, name: str) -> dict[str, bytes]:
+    """The bytes a volume of the object holds: ``binaryData`` byte for byte."""
+    obj = store.get(f"core/v1/{kind}", ns, name) or {}
+    if kind == "secrets":
+        return {k: base64.b64decode(v) for k, v in (obj.get("data") or {}).items()}
+    out = {k: str(v).encode() for k, v in (obj.get("data") or {}).items()}
+    out.update({k: base64.b64decode(v) for k, v in (obj.get("binaryData") or {}).items()})
     return out
+
+
+_VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+
+
+def expand(text: str, env: Mapping[str, str]) -> str:
+    """The kubelet's ``$(VAR)`` expansion in command, args and env values: a defined
+    variable is replaced, an undefined reference stays as written, ``$$`` is one ``$``
+    (kubernetes ``third_party/forked/golang/expansion``)."""
+    return _VAR.sub(lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), text)
 
 
 def environment(store: Store, ns: str, pod: dict[str, Any], c: dict[str, Any]) -> dict[str, str]:
@@ -64,8 +85,8 @@ def environment(store: Store, ns: str, pod: dict[str, Any], c: dict[str, Any]) -
             env.update(data(store, ns, "configmaps", src["configMapRef"]["name"]))
     for e in c.get("env") or []:
         vf = e.get("valueFrom") or {}
-        if "value" in e:
-            env[e["name"]] = str(e["value"])
+        if "value" in e:  # may name the variables defined before it
+            env[e["name"]] = expand(str(e["value"]), env)
         elif vf.get("secretKeyRef"):
             ref = vf["secretKeyRef"]
             env[e["name"]] = data(store, ns, "secrets", ref["name"]).get(ref["key"], "")
@@ -96,12 +117,12 @@ def volumes(store: Store, ns: str, spec: dict[str, Any], c: dict[str, Any],
         for kind, ref in (("configmaps", v.get("configMap")), ("secrets", v.get("secret"))):
             if not ref:
                 continue
-            values = data(store, ns, kind, ref.get("name") or ref.get("secretName"))
+            values = files(store, ns, kind, ref.get("name") or ref.get("secretName"))
             items = ref.get("items") or [{"key": k, "path": k} for k in values]
             for it in items:
                 f = target / it["path"]
                 f.parent.mkdir(parents=True, exist_ok=True)
-                f.write_text(values.get(it["key"], ""))
+                f.write_bytes(values.get(it["key"], b""))
         if v.get("configMap") or v.get("secret") or m.get("readOnly"):
             read_only.append(str(target))
         mounts[m["mountPath"]] = str(target)

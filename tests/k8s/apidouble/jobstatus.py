@@ -97,7 +97,7 @@ def write_status(store: Store, res: Resource, job: dict[str, Any],
                 c[key] += 1
 
     def apply(obj: dict[str, Any]) -> None:
-        st = obj.setdefault("status", {})
+        st = obj["status"] = obj.get("status") or {}  # a v2.0 TrainJob's may be null
         conds = st.setdefault("conditions", [])
         if kind == "TrainJob":
             st["jobsStatus"] = jobs_status or []

@@ -10,13 +10,13 @@ Multi-Attach refusal for a ReadWriteOnce PVC used from two nodes, scheduler-plug
 coscheduling (a pod labelled with its PodGroup waits until ``minMember`` pods of the
 group exist), and sidecars that a
 mutating webhook added (recorded in ``sidecar.istio.io/status``): those are simulated,
-running from the pod's start until its main container ends.
+running from the pod's start and never exiting, as Istio's classic ``istio-proxy``
+does, so a pod with one never reaches Succeeded or Failed (operator-contract.md §8).
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import re
 import shutil
@@ -26,44 +26,20 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import container as C
 from . import podstatus as P
 from .gc import sweep
-from .policy import SIDECAR_STATUS
+from .scenario import Scenario, StartFailed
+from .scheduling import Scheduling, main_container, sidecar_names
 from .store import Store, now_iso
 
 PODS = "core/v1/pods"
-VOLCANO_PODGROUPS = "scheduling.volcano.sh/v1beta1/podgroups"
-VOLCANO_GROUP = "scheduling.k8s.io/group-name"
-COSCHED_PODGROUPS = "scheduling.x-k8s.io/v1alpha1/podgroups"
-COSCHED_LABEL = "scheduling.x-k8s.io/pod-group"
 
 
-@dataclass
-class Scenario:
-    """What the fake cluster does to pods whose name contains a key."""
-
-    unschedulable: dict[str, str] = field(default_factory=dict)  # pod part -> message
-    image_pull: set[str] = field(default_factory=set)  # pod parts whose image never pulls
-    oom: set[str] = field(default_factory=set)  # exit 137 reported as OOMKilled
-    restart_backoff: float = 0.3
-    #: nodes pods are spread over, round robin (one node: nothing is ever multi-attached)
-    nodes: list[str] = field(default_factory=lambda: ["node-0"])
-    #: images (by reference part) no node can pull: an init container on one holds its
-    #: pod in Init:ImagePullBackOff (e.g. training-operator's ``alpine:3.10``)
-    unpullable_images: set[str] = field(default_factory=set)
-    #: Volcano PodGroups (by name) the scheduler cannot admit: they stay Pending
-    gang_pending: set[str] = field(default_factory=set)
-
-    def match(self, pod: str, keys: Any) -> Any:
-        return next((k for k in keys if k in pod), None)
-
-
-class Kubelet:
+class Kubelet(Scheduling):
     def __init__(self, store: Store, scenario: Scenario, workdir: Path) -> None:
         self.store, self.scenario, self.workdir = store, scenario, workdir
         self.procs: dict[tuple[str, str], subprocess.Popen[bytes]] = {}
@@ -139,6 +115,10 @@ class Kubelet:
         if not self._init_done(ns, pod):
             return  # tried again next round
         self.started.add(pod["metadata"]["uid"])
+        # the image pull: the container waits in ContainerCreating meanwhile
+        self._set_status(ns, name, P.pod("Pending", [P.waiting(main["name"], "ContainerCreating")]))
+        image = main.get("image", "")
+        record_event(self.store, ns, "Pod", name, "Pulling", f'Pulling image "{image}"', "Normal")
         threading.Thread(target=self._run_pod, args=(self.store.get(PODS, ns, name) or pod,),
                          daemon=True).start()  # fmt: skip
 
@@ -174,115 +154,16 @@ class Kubelet:
         self._set_status(ns, name, {"initContainerStatuses": done})
         return True
 
-    # -- scheduling ------------------------------------------------------------------
-    def _gang_ready(self, ns: str, pod: dict[str, Any]) -> bool:
-        """Volcano schedules a gang member only once its PodGroup left Pending;
-        coscheduling's PreFilter refuses a member while fewer than ``minMember`` pods
-        of its group exist (scheduler-plugins ``pkg/coscheduling/core/core.go``)."""
-        labels = pod["metadata"].get("labels") or {}
-        if labels.get(COSCHED_LABEL):
-            return self._cosched_ready(ns, pod, labels[COSCHED_LABEL])
-        if (pod.get("spec") or {}).get("schedulerName") != "volcano":
-            return True
-        group = ((pod["metadata"].get("annotations") or {}).get(VOLCANO_GROUP)) or ""
-        pg = self.store.get(VOLCANO_PODGROUPS, ns, group) if group else None
-        phase = ((pg or {}).get("status") or {}).get("phase")
-        if pg is not None and phase not in (None, "Pending"):
-            return True
-        name = pod["metadata"]["name"]
-        msg = (f"pod group {group} is not ready" if pg is not None
-               else f"podgroup {ns}/{group or '<none>'} not found; the pod waits for it")  # fmt: skip
-        self._set_status(ns, name, P.unschedulable(msg))
-        self._event(ns, "Pod", name, "FailedScheduling", msg)
-        return False
-
-    def _cosched_ready(self, ns: str, pod: dict[str, Any], group: str) -> bool:
-        name = pod["metadata"]["name"]
-        pg = self.store.get(COSCHED_PODGROUPS, ns, group)
-        if pg is None:
-            msg = f'podgroups.scheduling.x-k8s.io "{group}" not found'
-        else:
-            want = int((pg.get("spec") or {}).get("minMember") or 0)
-            have = len(self._members(ns, COSCHED_LABEL, group, labels=True))
-            if have >= want:
-                return True
-            msg = (f"pre-filter pod {name} cannot find enough sibling pods, current pods "
-                   f"number: {have}, minMember of group: {want}")  # fmt: skip
-        self._set_status(ns, name, P.unschedulable(msg))
-        self._event(ns, "Pod", name, "FailedScheduling", msg)
-        return False
-
-    def _members(self, ns: str, key: str, group: str, *, labels: bool) -> list[str]:
-        """Pods (not being deleted) that name ``group`` under ``key``."""
-        where = "labels" if labels else "annotations"
-        return [p["metadata"]["name"] for p in self.store.list(PODS, ns)[0]
-                if ((p["metadata"].get(where) or {}).get(key)) == group
-                and not p["metadata"].get("deletionTimestamp")]  # fmt: skip
-
-    def _volcano(self) -> None:
-        """The Volcano scheduler's enqueue and gang plugin: a PodGroup goes Pending ->
-        Running only once ``minMember`` of its pods exist (Volcano's job is valid when
-        ``ValidTaskNum() >= MinAvailable``), unless a scenario holds it."""
-        groups, _ = self.store.list(VOLCANO_PODGROUPS, None)
-        for pg in groups:
-            md = pg["metadata"]
-            phase = (pg.get("status") or {}).get("phase")
-            if phase not in (None, "Pending"):
-                continue
-            members = int((pg.get("spec") or {}).get("minMember", 1))
-            have = len(self._members(md["namespace"], VOLCANO_GROUP, md["name"], labels=False))
-            if have < members:
-                if phase is None:
-                    self.store.mutate(VOLCANO_PODGROUPS, md["namespace"], md["name"],
-                                      lambda o: o.setdefault("status", {}).update(phase="Pending"))  # fmt: skip
-                self._event(md["namespace"], "PodGroup", md["name"], "Unschedulable",
-                            f"{have}/{members} tasks in gang unschedulable: pod group is not ready, "
-                            f"{have} Pending, {members} minAvailable")  # fmt: skip
-                continue
-            if md["name"] in self.scenario.gang_pending:
-                if phase is None:
-                    self.store.mutate(VOLCANO_PODGROUPS, md["namespace"], md["name"],
-                                      lambda o: o.setdefault("status", {}).update(phase="Pending"))  # fmt: skip
-                self._event(md["namespace"], "PodGroup", md["name"], "Unschedulable",
-                            f"{members}/{members} tasks in gang unschedulable: pod group is not ready, "
-                            f"{members} Pending, {members} minAvailable")  # fmt: skip
-                continue
-            self.store.mutate(VOLCANO_PODGROUPS, md["namespace"], md["name"],
-                              lambda o: o.setdefault("status", {}).update(phase="Running"))  # fmt: skip
-
-    def _place(self, ns: str, pod: dict[str, Any]) -> bool:
-        """Bind the pod to a node; refuse a ReadWriteOnce claim attached to another node."""
-        name = pod["metadata"]["name"]
-        node = (pod.get("spec") or {}).get("nodeName")
-        if not node:
-            node = self.scenario.nodes[next(self._rr) % len(self.scenario.nodes)]
-            self.store.mutate(PODS, ns, name, lambda o: o["spec"].update(nodeName=node))
-        for v in (pod.get("spec") or {}).get("volumes") or []:
-            claim = str((v.get("persistentVolumeClaim") or {}).get("claimName") or "")
-            pvc = self.store.get("core/v1/persistentvolumeclaims", ns, claim) if claim else None
-            if not pvc or (pvc.get("spec") or {}).get("accessModes") != ["ReadWriteOnce"]:
-                continue
-            users = [p["metadata"]["name"] for p in self.store.list(PODS, ns)[0]
-                     if p["metadata"]["name"] != name and _uses(p, claim)
-                     and (p.get("spec") or {}).get("nodeName") not in (None, node)
-                     and (p.get("status") or {}).get("phase") == "Running"]  # fmt: skip
-            if users:
-                volume = (pvc.get("spec") or {}).get(
-                    "volumeName"
-                ) or f"pvc-{pvc['metadata']['uid']}"
-                msg = (f'Multi-Attach error for volume "{volume}" Volume is already used by '
-                       f"pod(s) {', '.join(users)}")  # fmt: skip
-                self._set_status(ns, name, P.pod("Pending", [P.waiting(main_container(pod)["name"],
-                                                                      "ContainerCreating")]))  # fmt: skip
-                self._event(ns, "Pod", name, "FailedAttachVolume", msg)
-                return False
-        return True
-
     # -- one pod -----------------------------------------------------------------
     def _run_pod(self, pod: dict[str, Any]) -> None:
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
         spec = pod["spec"]
         main = main_container(pod)
+        time.sleep(self.scenario.pull_seconds)  # the pull, off the scheduler's thread
+        image = main.get("image", "")
+        record_event(
+            self.store, ns, "Pod", name, "Pulled", f'Successfully pulled image "{image}"', "Normal"
+        )
         sidecars = {s: f"containerd://{uuid.uuid4().hex}" for s in sidecar_names(pod)}
         for s, cid in sidecars.items():
             self.store.log_append(cid, f"{s}: Envoy proxy is ready")
@@ -292,11 +173,20 @@ class Kubelet:
         restarts, last = 0, None
         while not self._stop.is_set():
             cid = f"containerd://{uuid.uuid4().hex}"
-            proc = self._spawn(ns, pod, main, mounts, read_only, root)
+            side = [P.running(s, c) for s, c in sidecars.items()]
+            try:
+                proc = self._spawn(ns, pod, main, mounts, read_only, root)
+            except StartFailed as e:  # the runtime could not exec the command: exit 128
+                term = {**P.termination(128, cid, "StartError"), "message": str(e)}
+                restarts, last, again = self._start_failed(
+                    ns, name, main, policy, restarts, last, term, side
+                )
+                if again:
+                    continue
+                return
             if proc is None:
                 return
             self.procs[(ns, name)] = proc
-            side = [P.running(s, c) for s, c in sidecars.items()]
             self._set_status(ns, name, P.pod("Running", [P.running(main["name"], cid, restarts, last), *side],
                                              ready=True, started=True))  # fmt: skip
             reader = threading.Thread(target=self._pump, args=(proc, cid), daemon=True)
@@ -315,9 +205,15 @@ class Kubelet:
                 )
                 time.sleep(self.scenario.restart_backoff)
                 continue
-            done = [P.terminated(s, 0, P.termination(0, c), None) for s, c in sidecars.items()]
-            for c in sidecars.values():
-                self.store.log_close(c)
+            if sidecars:  # Istio's classic sidecar never exits: the pod runs on, unfinished
+                self._set_status(
+                    ns,
+                    name,
+                    P.pod("Running", [P.terminated(main["name"], restarts, term, last), *side]),
+                )
+                self.procs.pop((ns, name), None)
+                return
+            done: list[dict[str, Any]] = []
             phase = "Succeeded" if term["exitCode"] == 0 else "Failed"
             self._set_status(
                 ns, name, P.pod(phase, [P.terminated(main["name"], restarts, term, last), *done])
@@ -328,16 +224,23 @@ class Kubelet:
 
     def _spawn(self, ns: str, pod: dict[str, Any], c: dict[str, Any], mounts: dict[str, str],
                read_only: list[str], root: Path) -> subprocess.Popen[bytes] | None:  # fmt: skip
-        argv = [C.rewrite(a, mounts) for a in (c.get("command") or []) + (c.get("args") or [])]
-        if not argv or os.path.basename(argv[0]) == "sshd":
+        declared = C.environment(self.store, ns, pod, c)  # what $(VAR) in argv may name
+        argv = [C.rewrite(C.expand(a, declared), mounts)
+                for a in (c.get("command") or []) + (c.get("args") or [])]  # fmt: skip
+        sshd = not argv or os.path.basename(argv[0]) == "sshd"
+        if sshd and self.scenario.match(c.get("image", ""), self.scenario.no_sshd_images):
+            raise StartFailed(
+                "failed to create containerd task: failed to create shim task: OCI runtime "
+                "create failed: runc create failed: unable to start container process: exec: "
+                '"/usr/sbin/sshd": stat /usr/sbin/sshd: no such file or directory: unknown'
+            )
+        if sshd:
             # an MPI host (the image's default sshd): mpirun starts every rank on this
             # machine, so the host only has to stay up
             argv = ["sleep", "3600"]
         env = {k: os.environ[k] for k in ("PATH", "HOME", "PYENV_ROOT", "LANG") if k in os.environ}
         env["HOSTNAME"] = pod["metadata"]["name"]
-        env.update(
-            {k: C.rewrite(v, mounts) for k, v in C.environment(self.store, ns, pod, c).items()}
-        )
+        env.update({k: C.rewrite(v, mounts) for k, v in declared.items()})
         argv = over_ssh(argv, [k for k in env if k not in ("PATH", "HOME", "PYENV_ROOT", "LANG",
                                                             "HOSTNAME")])  # fmt: skip
         cwd = C.rewrite(c.get("workingDir") or str(root), mounts)
@@ -347,6 +250,22 @@ class Kubelet:
             self._event(ns, "Pod", pod["metadata"]["name"], "Failed",
                         f"Error: failed to start container: {e}")  # fmt: skip
             return None
+
+    def _start_failed(self, ns: str, name: str, main: dict[str, Any], policy: str, restarts: int,
+                      last: dict[str, Any] | None, term: dict[str, Any],
+                      side: list[dict[str, Any]]) -> tuple[int, dict[str, Any] | None, bool]:  # fmt: skip
+        """A start error is a failed run: restarted in place under Always/OnFailure
+        (CrashLoopBackOff), the pod Failed under Never. (restarts, last, try again)."""
+        if policy in ("Always", "OnFailure"):
+            self._set_status(
+                ns, name, P.pod("Running", [P.crashloop(main["name"], restarts + 1, term), *side])
+            )
+            time.sleep(self.scenario.restart_backoff)
+            return restarts + 1, term, True
+        self._set_status(
+            ns, name, P.pod("Failed", [P.terminated(main["name"], restarts, term, last), *side])
+        )
+        return restarts, last, False
 
     def _pump(self, proc: subprocess.Popen[bytes], cid: str) -> None:
         assert proc.stdout is not None
@@ -428,20 +347,3 @@ def over_ssh(argv: list[str], container_env: list[str]) -> list[str]:
     drop = [k for k in container_env if k not in named and not k.startswith("OMPI_")]
     unset = [a for k in drop for a in ("-u", k)]
     return argv[:i] + (["env", *unset] if unset else []) + argv[i:]
-
-
-def sidecar_names(pod: dict[str, Any]) -> list[str]:
-    raw = ((pod.get("metadata") or {}).get("annotations") or {}).get(SIDECAR_STATUS)
-    return list(json.loads(raw).get("containers") or []) if raw else []
-
-
-def main_container(pod: dict[str, Any]) -> dict[str, Any]:
-    """The container that runs: the first one no webhook injected."""
-    injected = set(sidecar_names(pod))
-    containers = pod["spec"]["containers"]
-    return next((c for c in containers if c["name"] not in injected), containers[0])
-
-
-def _uses(pod: dict[str, Any], claim: str) -> bool:
-    return any((v.get("persistentVolumeClaim") or {}).get("claimName") == claim
-               for v in (pod.get("spec") or {}).get("volumes") or [])  # fmt: skip

@@ -49,6 +49,8 @@ PODDEFAULT = Resource("kubeflow.org", "v1alpha1", "poddefaults", "PodDefault")
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
                 "CustomResourceDefinition", namespaced=False)  # fmt: skip
 METRICS = Resource("metrics.k8s.io", "v1beta1", "pods", "PodMetrics")
+#: what Trainer creates for a TrainJob (served with the TrainJob CRD: one install)
+JOBSETS = Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet")
 
 
 @functools.cache
@@ -101,16 +103,23 @@ class Catalog:
 
     def _crd(self, key: str) -> Resource:
         res = crd_catalog()[key]
-        if res.kind in RELEASE_FILES:
-            path = f"trainer-releases/{self.trainer}/{RELEASE_FILES[res.kind]}"
+        # both runtime CRDs are generated from one Go type, TrainingRuntimeSpec, so a
+        # release's TrainingRuntime schema is its ClusterTrainingRuntime's (checked
+        # for v2.0.0 and v2.3.0: only the descriptions differ)
+        release_kind = "ClusterTrainingRuntime" if res.kind == "TrainingRuntime" else res.kind
+        if release_kind in RELEASE_FILES:
+            path = f"trainer-releases/{self.trainer}/{RELEASE_FILES[release_kind]}"
             res = Resource(res.group, res.version, res.plural, res.kind, res.namespaced, path)
         return res
 
     def served(self) -> list[Resource]:
         keys = list(self.crds)
-        if "TrainJob/v1alpha1" in keys and "ClusterTrainingRuntime/v1alpha1" not in keys:
-            keys.append("ClusterTrainingRuntime/v1alpha1")  # one install serves both
+        if "TrainJob/v1alpha1" in keys:  # one install serves the three
+            keys += [k for k in ("ClusterTrainingRuntime/v1alpha1", "TrainingRuntime/v1alpha1")
+                     if k not in keys]  # fmt: skip
         out = list(CORE) + [self._crd(c) for c in keys]
+        if "TrainJob/v1alpha1" in keys:
+            out.append(JOBSETS)
         if self.poddefaults:
             out.append(PODDEFAULT)
         if self.metrics:

@@ -30,8 +30,10 @@ if TYPE_CHECKING:
 
 PODS = "core/v1/pods"
 RUNTIMES = "trainer.kubeflow.org/v1alpha1/clustertrainingruntimes"
+NS_RUNTIMES = "trainer.kubeflow.org/v1alpha1/trainingruntimes"
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
 JS = "jobset.sigs.k8s.io/"
+JOBSETS = "jobset.x-k8s.io/v1alpha2/jobsets"
 
 
 class TrainerController:
@@ -41,7 +43,11 @@ class TrainerController:
     def reconcile(self, res: Resource, job: dict[str, Any], age: float) -> None:
         store, md, spec = self.op.store, job["metadata"], job.get("spec") or {}
         ns, name = md["namespace"], md["name"]
-        runtime = store.get(RUNTIMES, "", (spec.get("runtimeRef") or {}).get("name", ""))
+        ref = spec.get("runtimeRef") or {}
+        if ref.get("kind") == "TrainingRuntime":  # a namespaced runtime, in the job's namespace
+            runtime = store.get(NS_RUNTIMES, ns, ref.get("name", ""))
+        else:
+            runtime = store.get(RUNTIMES, "", ref.get("name", ""))
         pods = store.list(PODS, ns, f"{JS}jobset-name={name}")[0]
         if spec.get("suspend"):
             for p in pods:
@@ -51,6 +57,7 @@ class TrainerController:
             )
         if runtime is None:
             return  # Trainer waits for the runtime; the TrainJob gets no status
+        self._jobset(job)
         rspec = runtime.get("spec") or {}
         mpi = (rspec.get("mlPolicy") or {}).get("mpi")
         nodes = int(
@@ -65,13 +72,22 @@ class TrainerController:
             ).append(p)
         rjobs = ((rspec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []
         for rjob in rjobs:
+            late = next(
+                (t for part, t in self.op.late.items() if part in f"{name}-{rjob['name']}"), 0.0
+            )
+            if age < late:  # a slow chain of webhooks and controllers below the JobSet
+                continue
             count = 1 if rjob["name"] == "launcher" else nodes
             if rjob["name"] == "node" and mpi and mpi.get("runLauncherAsNode"):
                 count = max(nodes - 1, 1)
             if not self._depends_met(rjob, by_job):
                 continue
+            # a failed pod's index gets a new pod until its Job passes backoffLimit
+            # (restartPolicy Never: the Job controller, not the kubelet, retries)
+            if past_backoff_limit(rjob, by_job.get(rjob["name"], [])):
+                continue
             have = {int(p["metadata"]["labels"].get("batch.kubernetes.io/job-completion-index", -1))
-                    for p in by_job.get(rjob["name"], [])}  # fmt: skip
+                    for p in by_job.get(rjob["name"], []) if J.phase(p) != "Failed"}  # fmt: skip
             for i in range(count):
                 if i not in have:
                     self._create(job, runtime, rjob, i, count, nodes)
@@ -87,11 +103,29 @@ class TrainerController:
                      "failed": sum(J.phase(p) == "Failed" for p in by_job.get(r["name"], [])),
                      "active": sum(J.phase(p) in ("Running", "Pending") for p in by_job.get(r["name"], [])),
                      "suspended": 0} for r in rjobs]  # fmt: skip
-        J.write_status(store, res, job, by_job, ctype, msg, statuses)
+        if ctype in ("Complete", "Failed") or self.op.catalog.trainer != "v2.0.0":
+            # v2.0 declares status.jobsStatus but never writes it: a TrainJob has no
+            # status until its end condition (kubeflow/trainer v2.0.0 writes only
+            # conditions; v2.1 on set JobsStatus, pkg/runtime/framework/plugins/jobset)
+            J.write_status(store, res, job, by_job, ctype, msg, statuses)
         if ctype in ("Complete", "Failed"):  # a finished JobSet deletes its active Jobs
             for p in pods:
                 if J.phase(p) in ("Running", "Pending"):
                     store.delete(PODS, ns, p["metadata"]["name"])
+
+    def _jobset(self, job: dict[str, Any]) -> None:
+        """The JobSet Trainer creates for the TrainJob, owned by it (its spec is not
+        modelled: the Jobs and pods below are made here directly)."""
+        from .operator import owner
+
+        md = job["metadata"]
+        if self.op.store.get(JOBSETS, md["namespace"], md["name"]) is None:
+            try:
+                self.op.store.create(JOBSETS, {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                    "metadata": {"name": md["name"], "namespace": md["namespace"],
+                                 "ownerReferences": [owner(job)]}, "spec": {}})  # fmt: skip
+            except KeyError:
+                pass
 
     def _depends_met(self, rjob: dict[str, Any], by_job: dict[str, list[dict[str, Any]]]) -> bool:
         for dep in rjob.get("dependsOn") or []:
@@ -103,9 +137,6 @@ class TrainerController:
 
     def _judge(self, name: str, rspec: dict[str, Any], rjobs: list[dict[str, Any]],
                by_job: dict[str, list[dict[str, Any]]]) -> tuple[str, str]:  # fmt: skip
-        all_pods = [p for ps in by_job.values() for p in ps]
-        if any(J.phase(p) == "Failed" for p in all_pods):
-            return "Failed", f"jobset {name} failed: a job failed"
         for rjob in rjobs:  # JobSet's failurePolicy: no restarts, so one failed Job ends it
             if past_backoff_limit(rjob, by_job.get(rjob["name"], [])):
                 return "Failed", (f"jobset {name} failed: job {name}-{rjob['name']}-0 has "
@@ -223,13 +254,19 @@ JOB_BACKOFF_LIMIT = 6
 
 
 def past_backoff_limit(rjob: dict[str, Any], pods: list[dict[str, Any]]) -> bool:
-    """The Job controller's ``pastBackoffLimitOnFailure``: under ``OnFailure`` the
-    container restarts of its Pending and Running pods count against ``backoffLimit``
-    (default 6), so a crash loop fails the Job once they pass it
-    (kubernetes ``pkg/controller/job/job_controller.go``)."""
+    """The Job controller's two counts against ``backoffLimit`` (default 6; kubernetes
+    ``pkg/controller/job/job_controller.go``): its failed pods, which fail the Job once
+    there are more than the limit; and, under ``OnFailure`` (``pastBackoffLimitOnFailure``),
+    the container restarts of its Pending and Running pods, which fail it once they
+    reach the limit (any restart when the limit is 0)."""
     jspec = (rjob.get("template") or {}).get("spec") or {}
     limit = jspec.get("backoffLimit")
     limit = JOB_BACKOFF_LIMIT if limit is None else int(limit)
+    if sum(J.phase(p) == "Failed" for p in pods) > limit:
+        return True
+    policy = ((jspec.get("template") or {}).get("spec") or {}).get("restartPolicy")
+    if (policy or "OnFailure") != "OnFailure":  # JobSet's default for an unset policy
+        return False
     restarts = 0
     for p in pods:
         if J.phase(p) not in ("Pending", "Running"):
@@ -237,4 +274,4 @@ def past_backoff_limit(rjob: dict[str, Any], pods: list[dict[str, Any]]) -> bool
         st = p.get("status") or {}
         for cs in (st.get("initContainerStatuses") or []) + (st.get("containerStatuses") or []):
             restarts += int(cs.get("restartCount") or 0)
-    return restarts > limit
+    return restarts > 0 if limit == 0 else restarts >= limit
