@@ -112,3 +112,60 @@ def test_a_submit_interrupted_while_handing_over_leaves_nothing(data_dir):
             path.unlink()
     assert "handing was not submitted: the submit was interrupted" in str(e.value)
     _left_nothing(backend, "handing")
+
+
+def _processes_in(root) -> list[psutil.Process]:
+    """Every live process started for the job directory ``root`` (its supervisor runs
+    there and names it on its command line)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        try:
+            cmdline = proc.info["cmdline"] or []
+            if proc.info["status"] != psutil.STATUS_ZOMBIE and str(root) in cmdline:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_a_ctrl_c_between_the_supervisor_start_and_its_record_leaves_no_orphan(
+    data_dir, monkeypatch
+):
+    """The window: the supervisor process exists, its record (supervisor.json) does not
+    yet. A real SIGINT arrives there (sent by the kernel's own process as the record is
+    about to be written): afterwards either the job runs with its record and is listed,
+    or nothing of it is left, no process included; and one line says which."""
+    backend = LocalBackend(Config(local_warm_seconds=0))
+    real_record = control.record_supervisor
+    hit = []
+
+    def interrupted_record(jd, pid, create_time):
+        hit.append(pid)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # the kernel's interrupt
+        real_record(jd, pid, create_time)
+
+    monkeypatch.setattr(control, "record_supervisor", interrupted_record)
+    spec = JobSpec(name="window", strategy="tf-mirrored", replicas={"Worker": 1})
+    root = backend.root / "window"
+    try:
+        with pytest.raises(SubmitAborted) as e:
+            backend.submit(spec, build_bundle("import time\ntime.sleep(60)\n"))
+        assert hit, "the interrupt did not land in the window"
+        if root.exists():
+            assert str(e.value) == (
+                "window was submitted before the interrupt and runs; "
+                "`%ddl cancel window` stops it"
+            )
+            assert (root / "supervisor.json").exists()
+            assert "window" in [s.name for s in backend.list()]
+        else:
+            assert "window was not submitted" in str(e.value)
+            orphans = _processes_in(root)
+            assert not orphans, f"left running without a job directory: {orphans}"
+    finally:
+        monkeypatch.undo()
+        if root.exists():
+            backend.delete("window")
+        for proc in _processes_in(root):
+            proc.kill()
+    assert not _processes_in(root)
