@@ -78,6 +78,8 @@ async def test_live_answers_fit_the_document(jp_fetch, fake_manager):
         _fits(r.body, _schema(path, "get", 200))
     bad = [
         ("/jupyter-ddl/jobs", ("jobs",), {"state": "Sleeping"}, 400),
+        ("/jupyter-ddl/jobs", ("jobs",), {"backend": "nope"}, 400),  # found by the fuzz run
+        ("/jupyter-ddl/jobs/{name}", ("jobs", "api-a"), {"backend": "\x89"}, 400),
         ("/jupyter-ddl/jobs/{name}", ("jobs", "nope"), {}, 404),
         ("/jupyter-ddl/jobs/{name}/logs", ("jobs", "api-a", "logs"), {"tail": "9" * 30}, 400),
         ("/jupyter-ddl/jobs/{name}/metrics", ("jobs", "api-a", "metrics"), {"offset": "-1"}, 400),
