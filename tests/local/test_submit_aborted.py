@@ -153,8 +153,7 @@ def test_a_ctrl_c_between_the_supervisor_start_and_its_record_leaves_no_orphan(
         assert hit, "the interrupt did not land in the window"
         if root.exists():
             assert str(e.value) == (
-                "window was submitted before the interrupt and runs; "
-                "`%ddl cancel window` stops it"
+                "window was submitted before the interrupt and runs; `%ddl cancel window` stops it"
             )
             assert (root / "supervisor.json").exists()
             assert "window" in [s.name for s in backend.list()]
