@@ -168,3 +168,67 @@ def test_a_ctrl_c_between_the_supervisor_start_and_its_record_leaves_no_orphan(
         for proc in _processes_in(root):
             proc.kill()
     assert not _processes_in(root)
+
+
+def _interrupt_after(fn):
+    """``fn``, then a real SIGINT to this thread as it returns (the kernel's interrupt
+    landing past the backend's own guard)."""
+
+    def wrapped(*args, **kwargs):
+        result = fn(*args, **kwargs)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+        return result
+
+    return wrapped
+
+
+def test_a_ctrl_c_as_the_backend_submit_returns_says_the_job_runs(data_dir, monkeypatch):
+    """Past the local backend's guard (its submit returns, the supervisor runs), a
+    Ctrl-C reaches the job API: one line says the job runs, and it is listed."""
+    from jupyter_ddl.manager import JobManager
+
+    manager = JobManager(config=Config(local_warm_seconds=0))
+    backend = manager.backend("local")
+    monkeypatch.setattr(backend, "submit", _interrupt_after(backend.submit))
+    try:
+        with pytest.raises(SubmitAborted) as e:
+            manager.submit(_spec("late"), build_bundle("import time\ntime.sleep(60)\n"))
+        assert str(e.value) == (
+            "late was submitted before the interrupt and runs; `%ddl cancel late` stops it"
+        )
+        assert not manager.get("late", "local").state.finished
+    finally:
+        monkeypatch.undo()
+        if (backend.root / "late").exists():
+            manager.delete("late", "local")
+        manager.close()
+    assert not _processes_in(backend.root / "late")
+
+
+def test_a_ctrl_c_before_the_backend_wrote_anything_says_nothing_was_submitted(
+    data_dir, monkeypatch
+):
+    """Before the backend's guard (its checks of the name and the limits), a Ctrl-C
+    leaves nothing and says so."""
+    from jupyter_ddl.manager import JobManager
+
+    manager = JobManager(config=Config(local_warm_seconds=0))
+    backend = manager.backend("local")
+    real_submit = backend.submit
+
+    def interrupted_first(spec, bundle):
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+        return real_submit(spec, bundle)
+
+    monkeypatch.setattr(backend, "submit", interrupted_first)
+    try:
+        with pytest.raises(SubmitAborted) as e:
+            manager.submit(_spec("early"), build_bundle("print(1)\n"))
+    finally:
+        monkeypatch.undo()
+        manager.close()
+    assert str(e.value) == (
+        "early was not submitted: the submit was interrupted before it began; "
+        "the cell can run again"
+    )
+    _left_nothing(backend, "early")
