@@ -98,6 +98,7 @@ def server(tmp_path_factory):
     installs, on a data directory of its own; yields its URL (base URL included) and
     token. One for the module: the tests only read, but for the fuzzed deletes."""
     require.module("jupyter_server")
+    require.module("schemathesis")
     from jupyter_ddl.backends.local import warm
 
     tmp_path = tmp_path_factory.mktemp("fuzz")
