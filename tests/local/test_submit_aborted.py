@@ -232,3 +232,80 @@ def test_a_ctrl_c_before_the_backend_wrote_anything_says_nothing_was_submitted(
         "the cell can run again"
     )
     _left_nothing(backend, "early")
+
+
+# A stand-in spare: a real process that listens as a spare does, takes the job the way a
+# spare does (a child forked into the job directory: the supervisor-to-be) and has not
+# answered yet when the Ctrl-C comes.
+TAKER = """
+import json, os, socket, sys, time
+from jupyter_ddl.backends.local import warm
+root = __import__("pathlib").Path(sys.argv[1])
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+with warm.short_address(warm.socket_path(root, os.getpid())) as address:
+    listener.bind(address)
+listener.listen(1)
+print("listening", flush=True)
+conn, _ = listener.accept()
+request = json.loads(warm.read_line(conn))
+if os.fork() == 0:
+    os.setsid()
+    os.chdir(request["job"])
+    time.sleep(120)
+    os._exit(0)
+time.sleep(120)
+"""
+
+
+def _working_in(root) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.cwd() == str(root) and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_a_ctrl_c_while_a_spare_takes_the_job_leaves_no_process_in_it(data_dir):
+    """The spare took the job (its child works in the job directory) but its answer
+    has not come when the Ctrl-C does: the submit says nothing was submitted, and no
+    process is left working in the directory it removed."""
+    import subprocess
+
+    backend = LocalBackend(Config(local_warm_seconds=60))
+    root = warm.warm_dir(backend.root.parent)
+    root.mkdir(mode=0o700, parents=True)
+    taker = subprocess.Popen(
+        [sys.executable, "-c", TAKER, str(root)], stdout=subprocess.PIPE, cwd=root
+    )
+    job = backend.root / "taken"
+    try:
+        assert taker.stdout.readline() == b"listening\n"
+        me = psutil.Process(taker.pid)
+        write_json(
+            warm.record_path(root, me.pid),
+            {"pid": me.pid, "create_time": me.create_time(), "python": sys.executable,
+             "package": control.PACKAGE_PARENT},
+        )  # fmt: skip
+        main = threading.get_ident()
+        timer = threading.Timer(1.5, lambda: signal.pthread_kill(main, signal.SIGINT))
+        timer.start()
+        spec = JobSpec(name="taken", strategy="torch-ddp", replicas={"Master": 1})
+        try:
+            with pytest.raises(SubmitAborted) as e:
+                backend.submit(spec, build_bundle("print(1)\n"))
+        finally:
+            timer.cancel()
+        assert "taken was not submitted: the submit was interrupted" in str(e.value)
+        _left_nothing(backend, "taken")
+        left = _working_in(job)
+        assert not left, f"left working in the removed job directory: {left}"
+    finally:
+        for proc in _working_in(job):
+            proc.kill()
+        taker.kill()
+        taker.wait(5)
+        for path in root.glob("*"):
+            path.unlink()

@@ -18,7 +18,7 @@ from pathlib import Path
 from jupyter_ddl._util import diskfull
 from jupyter_ddl._util.interrupts import held_interrupt
 from jupyter_ddl.backends.base import Backend, LogQuery
-from jupyter_ddl.backends.local import control, gpus, warm
+from jupyter_ddl.backends.local import control, gpus, ownership, warm
 from jupyter_ddl.backends.local.events import watch_job
 from jupyter_ddl.backends.local.jobdir import DIR_MODE, JobDir, jobs_root
 from jupyter_ddl.backends.local.launch import job_environ
@@ -118,7 +118,9 @@ class LocalBackend(Backend):
                     f"`%ddl cancel {spec.name}` stops it"
                 ) from None
             # no supervisor yet: nothing may stay behind, a process it started included
+            # (one a spare forked for it, its answer not yet read, works in its directory)
             control.stop_leftovers(jd)
+            ownership.stop(ownership.working_in(jd.root), grace=1.0)
             _discard(jd.root)
             raise _aborted(spec.name, e, jd.root) from None
         return handle
