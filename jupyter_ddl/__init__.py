@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         RegistryError,
         ResourceError,
         TransientRegistryError,
+        UnknownBackend,
         ValidationError,
     )
     from jupyter_ddl.image.append import code_changes
@@ -87,6 +88,7 @@ _EXPORTS: dict[str, str] = {
             "RegistryError",
             "ResourceError",
             "TransientRegistryError",
+            "UnknownBackend",
             "ValidationError",
         ],
         "jupyter_ddl.errors",
@@ -165,6 +167,7 @@ __all__ = [
     "Resources",
     "RestartPolicy",
     "TransientRegistryError",
+    "UnknownBackend",
     "ValidationError",
     "__version__",
     "build_bundle",

@@ -71,6 +71,13 @@ class BackendUnavailable(DDLError):
     http_status = 503
 
 
+class UnknownBackend(BackendUnavailable):
+    """No backend has this name: the caller's mistake (a 400 in REST), still caught
+    wherever a backend that cannot be used is."""
+
+    http_status = 400
+
+
 class ClusterUnreachable(BackendUnavailable):
     """The cluster's API did not answer: connection refused, timeout, TLS or proxy
     failure, unknown host."""

@@ -20,7 +20,13 @@ from jupyter_ddl.backends import Backend, backend_class, backend_names
 from jupyter_ddl.backends.base import LogOptions
 from jupyter_ddl.config import Config, load_config
 from jupyter_ddl.core.metrics import METRIC_MARKER, parse_metric_line
-from jupyter_ddl.errors import BackendUnavailable, DDLError, JobNotFound, RegistryError
+from jupyter_ddl.errors import (
+    BackendUnavailable,
+    DDLError,
+    JobNotFound,
+    RegistryError,
+    SubmitAborted,
+)
 from jupyter_ddl.models import CodeBundle, JobEvent, JobHandle, JobSpec, JobStatus, LogLine
 from jupyter_ddl.validation import validate
 
@@ -168,7 +174,14 @@ class JobManager:
         """Validate, then start the job on ``spec.backend``. Raises ValidationError
         (every problem listed), JobConflict, ResourceError, BackendUnavailable."""
         validate(spec)
-        return self.backend(spec.backend).submit(spec, bundle)
+        backend = self.backend(spec.backend)
+        began = time.time()
+        try:
+            return backend.submit(spec, bundle)
+        except KeyboardInterrupt:
+            # A Ctrl-C the backend did not answer itself (with SubmitAborted) came before
+            # it wrote anything or once the job had started: the job's presence says which.
+            raise _interrupted(backend, spec.name, began) from None
 
     def dry_run(self, spec: JobSpec, bundle: CodeBundle | None = None) -> str:
         """The Kubeflow objects the job would create, as YAML documents."""
@@ -348,3 +361,21 @@ def default_manager() -> JobManager:
     if _default is None:
         _default = JobManager()
     return _default
+
+
+def _interrupted(backend: Backend, name: str, began: float) -> SubmitAborted:
+    """The one line for a submit a Ctrl-C cut outside the backend's own guard."""
+    try:
+        status: JobStatus | None = backend.get(name)
+    except DDLError:
+        status = None
+    # a job of that name made before this submit began is another one (a clock a little
+    # apart, as a cluster's may be, still counts as this one)
+    if status is not None and (status.created is None or status.created >= began - 60):
+        return SubmitAborted(
+            f"{name} was submitted before the interrupt and runs; `%ddl cancel {name}` stops it"
+        )
+    return SubmitAborted(
+        f"{name} was not submitted: the submit was interrupted before it began; "
+        "the cell can run again"
+    )

@@ -69,6 +69,18 @@ def test_an_unknown_backend_names_the_installed_ones():
         backend_class("nope")
 
 
+def test_an_unknown_backend_is_the_callers_mistake_and_its_name_is_cut():
+    """A name no backend has is bad input (REST answers 400, not 503: the server is
+    fine), and a name of any length gives one short line."""
+    from jupyter_ddl.errors import UnknownBackend
+
+    with pytest.raises(UnknownBackend) as e:
+        backend_class("x" * 100_000)
+    assert e.value.http_status == 400
+    assert str(e.value).startswith(f"backend: unknown backend {'x' * 40!r}... (100000 characters)")
+    assert len(str(e.value)) < 200
+
+
 def test_no_entry_points_at_all_says_to_install_the_package(monkeypatch):
     monkeypatch.setattr(names, "entry_points", lambda group: [])
     with pytest.raises(BackendUnavailable, match="no backend is registered") as info:

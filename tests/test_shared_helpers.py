@@ -1,10 +1,11 @@
 """The small shared helpers: one time parser, whole-file writes, a bounded hand-over
-that stops, one spelling of replica ids."""
+that stops, one spelling of replica ids, a Ctrl-C held over a few lines."""
 
 from __future__ import annotations
 
 import os
 import queue
+import signal
 import stat
 import threading
 from datetime import datetime, timezone
@@ -13,6 +14,7 @@ import pytest
 
 from jupyter_ddl._util import timestamps
 from jupyter_ddl._util.atomic import write_atomic
+from jupyter_ddl._util.interrupts import held_interrupt
 from jupyter_ddl._util.queues import put_until_stopped
 from jupyter_ddl.backends.kubernetes.logs import split_timestamp
 from jupyter_ddl.backends.kubernetes.status import epoch
@@ -81,3 +83,28 @@ def test_bounded_hand_over_waits_while_full_and_gives_up_when_stopped():
 
 def test_replica_ids_have_one_spelling():
     assert replica_id("Worker", 3) == "worker-3" == ReplicaStatus("Worker", 3).id
+
+
+def test_a_ctrl_c_inside_a_held_block_lands_after_it_whole():
+    done = []
+    with pytest.raises(KeyboardInterrupt), held_interrupt():
+        signal.raise_signal(signal.SIGINT)  # what a kernel interrupt is
+        done.append("after the signal")  # still runs: the block is not cut
+    assert done == ["after the signal"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_held_block_without_ctrl_c_or_off_the_main_thread_changes_nothing():
+    with held_interrupt():
+        pass
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    seen = []
+
+    def elsewhere():
+        with held_interrupt():  # no handler can be set here: the block just runs
+            seen.append(signal.getsignal(signal.SIGINT))
+
+    t = threading.Thread(target=elsewhere)
+    t.start()
+    t.join()
+    assert seen == [signal.default_int_handler]

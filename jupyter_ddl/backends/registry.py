@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from jupyter_ddl.backends.names import GROUP, registered
 from jupyter_ddl.backends.names import backend_names as backend_names
-from jupyter_ddl.errors import BackendUnavailable
+from jupyter_ddl.errors import BackendUnavailable, UnknownBackend
 
 if TYPE_CHECKING:
     from jupyter_ddl.backends.base import Backend
@@ -26,8 +26,9 @@ def backend_class(name: str) -> type[Backend]:
             hint="install jupyter-ddl (pip install -e . in a source checkout)",
         )
     if target is None:
-        raise BackendUnavailable(
-            f"backend: unknown backend {name!r}; choose one of: {', '.join(backend_names())}"
+        shown = repr(name) if len(name) <= 40 else f"{name[:40]!r}... ({len(name)} characters)"
+        raise UnknownBackend(
+            f"backend: unknown backend {shown}; choose one of: {', '.join(backend_names())}"
         )
     module, _, attr = target.partition(":")
     try:

@@ -35,7 +35,7 @@ def parse_states(raw: str | None) -> set[JobState] | None:
             continue
         if part.lower() not in by_name:
             valid = ", ".join(s.value for s in JobState)
-            raise ValidationError(f"state: unknown job state {part!r}; use one of: {valid}")
+            raise ValidationError(f"state: unknown job state {_shown(part)}; use one of: {valid}")
         out.add(by_name[part.lower()])
     return out or None
 
@@ -53,11 +53,15 @@ def parse_int(raw: str | None, name: str, *, default: int | None, minimum: int =
     ok = raw.isascii() and raw.isdigit() and len(raw) <= 12  # no sign, no decimals
     value = int(raw) if ok else None
     if value is None or not minimum <= value <= MAX_QUERY_INT:
-        shown = repr(raw) if len(raw) <= 40 else f"{raw[:40]!r}... ({len(raw)} characters)"
         raise ValidationError(
-            f"{name}: expected an integer from {minimum} to {MAX_QUERY_INT}, got {shown}"
+            f"{name}: expected an integer from {minimum} to {MAX_QUERY_INT}, got {_shown(raw)}"
         )
     return value
+
+
+def _shown(raw: str) -> str:
+    """A query argument as an error message quotes it: its first 40 characters."""
+    return repr(raw) if len(raw) <= 40 else f"{raw[:40]!r}... ({len(raw)} characters)"
 
 
 def parse_bool(raw: str | None) -> bool:

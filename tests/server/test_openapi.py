@@ -78,6 +78,8 @@ async def test_live_answers_fit_the_document(jp_fetch, fake_manager):
         _fits(r.body, _schema(path, "get", 200))
     bad = [
         ("/jupyter-ddl/jobs", ("jobs",), {"state": "Sleeping"}, 400),
+        ("/jupyter-ddl/jobs", ("jobs",), {"backend": "nope"}, 400),  # found by the fuzz run
+        ("/jupyter-ddl/jobs/{name}", ("jobs", "api-a"), {"backend": "\x89"}, 400),
         ("/jupyter-ddl/jobs/{name}", ("jobs", "nope"), {}, 404),
         ("/jupyter-ddl/jobs/{name}/logs", ("jobs", "api-a", "logs"), {"tail": "9" * 30}, 400),
         ("/jupyter-ddl/jobs/{name}/metrics", ("jobs", "api-a", "metrics"), {"offset": "-1"}, 400),
@@ -89,3 +91,40 @@ async def test_live_answers_fit_the_document(jp_fetch, fake_manager):
         _fits(e.value.response.body, _schema(path, "get", status))
     r = await jp_fetch("jupyter-ddl", "jobs", "api-a", "cancel", method="POST", body=b"")
     _fits(r.body, _schema("/jupyter-ddl/jobs/{name}/cancel", "post", 200))
+
+
+def _events(stream: str) -> list[dict]:
+    """The events of a server-sent stream as the document describes each: its fields."""
+    out = []
+    for frame in stream.split("\n\n"):
+        fields = dict(ln.split(": ", 1) for ln in frame.splitlines() if not ln.startswith(":"))
+        if fields:
+            out.append(fields)
+    return out
+
+
+def test_every_event_a_stream_sends_fits_the_documented_event():
+    """For OpenAPI 3.1, a text/event-stream schema describes one event (its fields), as
+    the fuzz run reads it: not a string for the whole stream."""
+    from jupyter_ddl.models import LogLine
+    from jupyter_ddl.server.job_stream import snapshot_frame
+    from jupyter_ddl.server.sse import format_event, log_event
+
+    streams = {
+        ("/jupyter-ddl/jobs/{name}/logs", "LogEvent"): ": stream open\n\n"
+        + log_event(LogLine(replica="worker-0", offset=3, text="step=1 loss=nan"))
+        + format_event("end", {"name": "a", "metrics": {"loss": math.nan}})
+        + format_event("error", {"message": "the job was deleted"}),
+        ("/jupyter-ddl/events", "JobListEvent"): snapshot_frame({}, [])
+        + format_event("removed", {"backend": "local", "name": "a"}),
+    }
+    for (path, component), stream in streams.items():
+        schema = _schema(path, "get", 200, "text/event-stream")
+        assert schema == {"$ref": f"#/components/schemas/{component}"}
+        events = _events(stream)
+        assert len(events) >= 2
+        for event in events:
+            jsonschema.validate(
+                event, DOC["components"]["schemas"][component], cls=jsonschema.Draft202012Validator
+            )
+            json.loads(event["data"])

@@ -25,6 +25,13 @@ def test_parse_states():
         views.parse_states("Done")
 
 
+def test_an_unknown_state_of_any_length_is_quoted_short():
+    with pytest.raises(ValidationError) as e:
+        views.parse_states("Running," + "x" * 1_000_000)
+    assert str(e.value).startswith(f"state: unknown job state {'x' * 40!r}... (1000000 characters)")
+    assert len(str(e.value)) < 200
+
+
 def test_parse_int_refuses_negative_and_text():
     assert views.parse_int(None, "offset", default=0) == 0
     assert views.parse_int("7", "offset", default=0) == 7

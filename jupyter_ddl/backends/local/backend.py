@@ -16,8 +16,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from jupyter_ddl._util import diskfull
+from jupyter_ddl._util.interrupts import held_interrupt
 from jupyter_ddl.backends.base import Backend, LogQuery
-from jupyter_ddl.backends.local import control, gpus, warm
+from jupyter_ddl.backends.local import control, gpus, ownership, warm
 from jupyter_ddl.backends.local.events import watch_job
 from jupyter_ddl.backends.local.jobdir import DIR_MODE, JobDir, jobs_root
 from jupyter_ddl.backends.local.launch import job_environ
@@ -108,17 +109,20 @@ class LocalBackend(Backend):
             _discard(jd.root)
             raise _aborted(spec.name, e, jd.root) from None
         try:
-            eligible = self._start(spec, jd, python, bundle.requirements)
+            if self._start(spec, jd, python, bundle.requirements):
+                self._start_spare()  # for the next job like this one
         except KeyboardInterrupt as e:
             if jd.supervisor() is not None:  # it runs: the submit is done
                 raise SubmitAborted(
                     f"{spec.name} was submitted before the interrupt and runs; "
                     f"`%ddl cancel {spec.name}` stops it"
                 ) from None
-            _discard(jd.root)  # no supervisor yet: nothing may stay behind
+            # no supervisor yet: nothing may stay behind, a process it started included
+            # (one a spare forked for it, its answer not yet read, works in its directory)
+            control.stop_leftovers(jd)
+            ownership.stop(ownership.working_in(jd.root), grace=1.0)
+            _discard(jd.root)
             raise _aborted(spec.name, e, jd.root) from None
-        if eligible:
-            self._start_spare()  # for the next job like this one
         return handle
 
     def _start(self, spec: JobSpec, jd: JobDir, python: str, requirements: Sequence[str]) -> bool:
@@ -127,18 +131,25 @@ class LocalBackend(Backend):
         # the job's share of the kernel's environment: all that reaches its processes
         environ = job_environ(os.environ, self.config.local_env_passthrough, spec.secret_env)
         if self.config.local_warm_seconds <= 0 or not warm.has_warm_path(spec):
-            self._spawned.append(control.start_supervisor(jd, environ))  # reaped in _reap()
+            self._cold(jd, environ, None)
             return False
         cold = warm.cold_reason(spec, requirements, python)
         if cold is not None:  # this job never starts warm: no spare for it either
-            self._spawned.append(control.start_supervisor(jd, environ, cold))
+            self._cold(jd, environ, cold)
             return False
         got = warm.hand_over(self._warm_dir, jd, environ)
         if isinstance(got, str):
-            self._spawned.append(control.start_supervisor(jd, environ, got))
+            self._cold(jd, environ, got)
         else:
-            control.record_supervisor(jd, *got)
+            with held_interrupt():  # a supervisor whose record is lost runs unseen
+                control.record_supervisor(jd, *got)
         return True
+
+    def _cold(self, jd: JobDir, environ: dict[str, str], why: str | None) -> None:
+        # From the fork to the record (and the Popen kept for _reap), a Ctrl-C would
+        # leave a supervisor nobody knows of: it is held until both are done.
+        with held_interrupt():
+            self._spawned.append(control.start_supervisor(jd, environ, why))
 
     @property
     def _warm_dir(self) -> Path:

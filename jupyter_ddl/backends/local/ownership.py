@@ -111,6 +111,22 @@ def marked(job_dir: Path, *, exclude: Iterable[int] = ()) -> list[psutil.Process
     return out
 
 
+def working_in(job_dir: Path) -> list[psutil.Process]:
+    """Live processes (our own user's) whose working directory is ``job_dir``: a
+    supervisor a spare forked works there from its first moments, before any record or
+    marker of it can be read."""
+    where, out = str(job_dir), []
+    for p in psutil.process_iter():
+        if p.pid == os.getpid():
+            continue
+        try:
+            if p.cwd() == where and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except (psutil.Error, OSError):
+            continue
+    return out
+
+
 # -- stopping --------------------------------------------------------------------------
 def stop(procs: Iterable[psutil.Process], grace: float = 2.0) -> list[psutil.Process]:
     """SIGTERM every process, SIGKILL what is left after ``grace`` seconds (one wait
