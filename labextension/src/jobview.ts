@@ -3,13 +3,13 @@
  * notebook and cell, the replica table, the metrics charts, and the logs ("all
  * replicas" and one tab per replica, followed live).
  */
-import { Dialog, showDialog, showErrorMessage } from '@jupyterlab/apputils';
 import { refreshIcon, stopIcon, Toolbar, ToolbarButton } from '@jupyterlab/ui-components';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { MetricsChart } from './chart';
 import { el } from './dom';
 import { basename, formatElapsed, formatResources, replicaLabel, stateIcon } from './pure/format';
+import { runAction } from './jobactions';
 import { JobModel } from './jobmodel';
 import { JobLogs } from './logview';
 import { buildCharts } from './pure/series';
@@ -57,26 +57,19 @@ export class JobView extends Panel {
   }
 
   private async _onCancel(): Promise<void> {
-    const answer = await showDialog({
-      title: `Cancel ${this.model.name}?`,
-      body: 'Every replica is stopped; logs received so far stay available.',
-      buttons: [Dialog.cancelButton({ label: 'Keep running' }), Dialog.warnButton({ label: 'Cancel job' })]
-    });
-    if (!answer.button.accept) {
+    const job = this.model.detail;
+    if (!job) {
       return;
     }
     this._cancel.enabled = false;
-    try {
-      await this.model.cancel();
-    } catch (error) {
-      this._cancel.enabled = true;
-      await showErrorMessage('Cancel failed', (error as Error).message);
-    }
+    await runAction('cancel', job, () => void this.model.refresh());
+    this._render();
   }
 
   private _render(): void {
     const job = this.model.detail;
     if (!job) {
+      this._cancel.enabled = false; // a job not (or no longer) known cannot be cancelled from here
       this._header.replaceChildren(el('div', 'jp-DDL-muted', this.model.error ?? 'Loading…'));
       return;
     }
@@ -99,7 +92,7 @@ export class JobView extends Panel {
     const badge = el('span', `jp-DDL-badge jp-DDL-state-${job.state.toLowerCase()}`, job.state);
     badge.dataset.state = job.state;
     title.appendChild(badge);
-    this._cancel.enabled = !job.finished && job.actions.cancel;
+    this._cancel.enabled = !job.finished && job.actions.cancel && !this.model.gone;
     const image = job.spec?.image ? ` · ${job.spec.image}` : '';
     const ready = job.finished ? '' : ` · ${job.ready}/${job.total} ready`;
     const meta = el(
