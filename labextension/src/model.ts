@@ -151,6 +151,9 @@ export class JobsModel implements IDisposable {
         },
         abort.signal
       );
+      if (this._live) {
+        this._okAt = performance.now(); // an open push channel kept the list current until now
+      }
       this._setLive(false);
       if (this.isDisposed || abort.signal.aborted) {
         continue; // hidden (or gone): the loop waits for the page to show again
