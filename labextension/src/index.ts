@@ -63,7 +63,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
           app.shell.activateById(open.id);
           return;
         }
-        const content = new JobView(new JobModel(name, settings.refreshInterval, jobs));
+        const content = new JobView(new JobModel(name, settings.refreshInterval, jobs), app.commands);
         const view = new MainAreaWidget({ content, toolbar: content.toolbar });
         view.id = `jupyter-ddl-job-${name}`;
         view.title.label = name;

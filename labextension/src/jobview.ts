@@ -4,6 +4,7 @@
  * replicas" and one tab per replica, followed live).
  */
 import { refreshIcon, stopIcon, Toolbar, ToolbarButton } from '@jupyterlab/ui-components';
+import { CommandRegistry } from '@lumino/commands';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { MetricsChart } from './chart';
@@ -13,10 +14,14 @@ import { runAction } from './jobactions';
 import { JobModel } from './jobmodel';
 import { JobLogs } from './logview';
 import { buildCharts } from './pure/series';
-import { IJobDetail, IReplica, IRootCause } from './tokens';
+import { CommandIDs, IJobDetail, IReplica, IRootCause } from './tokens';
 
 export class JobView extends Panel {
-  constructor(readonly model: JobModel) {
+  /** `commands` runs the header's notebook link (absent: the notebook is plain text). */
+  constructor(
+    readonly model: JobModel,
+    private readonly _commands: CommandRegistry | null = null
+  ) {
     super();
     this.addClass('jp-DDL-jobview');
     this.node.dataset.job = model.name;
@@ -106,9 +111,21 @@ export class JobView extends Panel {
       parts.push(el('div', 'jp-DDL-backoff', used));
     }
     if (job.notebook || job.cell_id) {
-      const where = [job.notebook ? basename(job.notebook) : '', job.cell_id ? `cell ${job.cell_id}` : ''];
-      const source = el('div', 'jp-DDL-jobsource', `from ${where.filter(Boolean).join(' · ')}`);
-      source.title = job.notebook ?? '';
+      const source = el('div', 'jp-DDL-jobsource', 'from ');
+      if (job.notebook && this._commands) {
+        const commands = this._commands;
+        const link = el('button', 'jp-DDL-link jp-DDL-open-notebook', basename(job.notebook));
+        link.title = `Open ${job.notebook}${job.cell_id ? ' at the cell this job came from' : ''}`;
+        link.setAttribute('aria-label', `Open notebook ${basename(job.notebook)} of job ${job.name}`);
+        link.onclick = () => void commands.execute(CommandIDs.openNotebook, { name: job.name, backend: job.backend });
+        source.appendChild(link);
+      } else if (job.notebook) {
+        source.append(basename(job.notebook));
+        source.title = job.notebook;
+      }
+      if (job.cell_id) {
+        source.append(`${job.notebook ? ' · ' : ''}cell ${job.cell_id}`);
+      }
       parts.push(source);
     }
     if (job.root_cause) {

@@ -203,19 +203,26 @@ def test_palette_commands_and_the_notebook_link(lab, browser, artifacts, data_di
             timeout=10_000
         )
 
-        # the notebook name opens the notebook with the job's cell selected
+        # the job view's notebook link opens the notebook with the job's cell selected
+        view_link = page.locator('.jp-DDL-jobview[data-job="pal-job"] .jp-DDL-open-notebook')
+        assert view_link.inner_text() == "train.ipynb"
+        view_link.focus()
+        page.keyboard.press("Enter")
+        active = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell.jp-mod-active .cm-content"
+        selected = f"document.querySelector('{active}')?.textContent.includes('third')"
+        page.wait_for_function(selected, timeout=60_000)
+        page.screenshot(path=str(artifacts / "notebook-opened-at-cell.png"))
+
+        # another cell selected, then the sidebar's notebook name selects the job's again
+        page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell").first.click()
+        page.wait_for_function(f"!({selected})")
         if not page.locator("#jupyter-ddl-jobs").is_visible():
             lp.show_jobs()
         link = page.locator(f"{row} .jp-DDL-notebook")
         assert link.inner_text() == "train.ipynb"
         link.focus()
         page.keyboard.press("Enter")
-        active = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell.jp-mod-active .cm-content"
-        page.wait_for_selector(active, timeout=60_000)
-        page.wait_for_function(
-            f"document.querySelector('{active}').textContent.includes('third')", timeout=30_000
-        )
-        page.screenshot(path=str(artifacts / "notebook-opened-at-cell.png"))
+        page.wait_for_function(selected, timeout=30_000)
     finally:
         page.close()
         manager.delete("pal-job")
