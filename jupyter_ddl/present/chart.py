@@ -153,10 +153,13 @@ def svg_charts(
     rows = math.ceil(len(keys) / cols)
     top = 20 if title else 0
     width, height = cols * _W, rows * _H + top
+    # an image needs a name for screen readers: what it plots (keys are bounded above)
+    named = ", ".join(metric for metric, _ in keys)
+    label = escape(f"{title + ': ' if title else ''}metrics by step, one line per replica: {named}")
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="ddl-chart" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" '
-        f'font-size="11" role="img">'
+        f'font-size="11" role="img" aria-label="{label}">'
     ]
     if title:
         parts.append(f'<text x="6" y="14" font-weight="bold" {TEXT}>{escape(title)}</text>')

@@ -1,8 +1,11 @@
 /**
  * The metrics charts of the job view: one SVG chart per metric (and source), one
  * line per replica with a legend, axis values, a log axis when the values span
- * decades (with a toggle), hover values, and restarts drawn as gaps. Colours are
- * JupyterLab's theme variables (style/base.css), so dark themes work.
+ * decades (with a toggle), and restarts drawn as gaps. Each step's values show on
+ * hover and by keyboard (the plot takes focus; arrows, Page keys, Home and End move a
+ * cursor); legend entries are toggle buttons that hide a replica's line. The cursor,
+ * the hidden replicas and the focus survive the refreshes that redraw the charts.
+ * Colours are JupyterLab's theme variables (style/base.css), so dark themes work.
  */
 import { Widget } from '@lumino/widgets';
 
@@ -13,9 +16,11 @@ import {
   IChartData,
   ISeries,
   linearAxis,
+  moveStep,
   position,
   prefersLog,
   tickLabel,
+  stepsOf,
   values,
   valuesAt,
   yAxis
@@ -65,15 +70,30 @@ export class MetricsChart extends Widget {
   setCharts(charts: IChartData[]): void {
     this._charts = charts;
     this.node.dataset.charts = String(charts.length);
+    // the control with the focus is redrawn too: give it back afterwards
+    const active = document.activeElement as HTMLElement | null;
+    const focused = active && this.node.contains(active) ? active.dataset.focus : undefined;
     if (!charts.length) {
       this.node.replaceChildren(el('div', 'jp-DDL-muted', 'No metrics reported yet.'));
       return;
     }
+    this._shows = [];
+    // removing the focused plot may blur it (which clears its cursor): keep them all
+    const cursors = new Map(this._cursor);
     this.node.replaceChildren(...charts.map(c => this._chart(c)));
+    this._cursor = cursors;
+    for (const show of this._shows) {
+      show();
+    }
+    if (focused) {
+      this.node.querySelector<HTMLElement>(`[data-focus="${CSS.escape(focused)}"]`)?.focus();
+    }
   }
 
   private _chart(chart: IChartData): HTMLElement {
-    const vals = values(chart.series);
+    const hidden = this._hidden.get(chart.key) ?? new Set<string>();
+    const shown = chart.series.filter(s => !hidden.has(s.replica));
+    const vals = values(shown.length ? shown : chart.series);
     const log = this._scale.get(chart.key) ?? prefersLog(vals);
     const box = el('div', 'jp-DDL-chartbox');
     box.dataset.metric = chart.metric;
@@ -87,12 +107,19 @@ export class MetricsChart extends Widget {
     plot.setAttribute('aria-label', `${chart.metric} by step, one line per replica`);
     plot.appendChild(svg('rect', { x: M.left, y: M.top, width: PLOT_W, height: PLOT_H }, 'jp-DDL-plot-bg'));
     this._axes(plot, x, y);
-    for (const s of chart.series) {
+    for (const s of shown) {
       this._line(plot, s, x, y);
     }
-    box.appendChild(plot);
-    box.appendChild(this._legend(chart.series));
-    this._hover(box, plot, chart, x, y);
+    // the focus target: the plot is an image, the values come as the tooltip's text
+    const frame = el('div', 'jp-DDL-chart-frame');
+    frame.tabIndex = 0;
+    frame.dataset.focus = `${chart.key}|plot`;
+    frame.setAttribute('role', 'group');
+    frame.setAttribute('aria-label', `${chart.metric} chart: arrow keys, Home and End show the values at each step`);
+    frame.appendChild(plot);
+    box.appendChild(frame);
+    box.appendChild(this._legend(chart, hidden));
+    this._hover(box, frame, plot, { ...chart, series: shown }, x, y);
     return box;
   }
 
@@ -163,40 +190,61 @@ export class MetricsChart extends Widget {
     });
   }
 
-  private _legend(series: ISeries[]): HTMLElement {
+  /** One toggle button per replica: pressed while its line is drawn. */
+  private _legend(chart: IChartData, hidden: Set<string>): HTMLElement {
     const legend = el('div', 'jp-DDL-legend');
-    for (const s of series) {
-      const item = el('span', `jp-DDL-legend-item ${seriesClass(s)}`);
+    legend.setAttribute('role', 'group');
+    legend.setAttribute('aria-label', `${chart.metric}: replicas drawn`);
+    for (const s of chart.series) {
+      const item = el('button', `jp-DDL-legend-item ${seriesClass(s)}`);
       item.dataset.replica = s.replica;
+      item.dataset.focus = `${chart.key}|legend|${s.replica}`;
+      const on = !hidden.has(s.replica);
+      item.setAttribute('aria-pressed', String(on));
+      item.title = on ? `Hide ${s.replica} in this chart` : `Show ${s.replica} in this chart`;
       item.appendChild(el('span', 'jp-DDL-swatch'));
       const restarts = s.segments.length > 1 ? ` (${s.segments.length} attempts)` : '';
       item.appendChild(el('span', '', `${s.replica} ${formatNumber(s.latest)}${restarts}`));
+      item.onclick = () => {
+        const next = new Set(hidden);
+        if (on) {
+          next.add(s.replica);
+        } else {
+          next.delete(s.replica);
+        }
+        this._hidden.set(chart.key, next);
+        this.setCharts(this._charts);
+      };
       legend.appendChild(item);
     }
     return legend;
   }
 
-  /** A guide line and each replica's value at the step under the pointer. */
-  private _hover(box: HTMLElement, plot: SVGSVGElement, chart: IChartData, x: IAxis, y: IAxis): void {
+  /**
+   * A guide line and each shown replica's value at one step: the step under the
+   * pointer, or the keyboard cursor's while the plot has the focus. The step is kept
+   * (`_cursor`) so a redraw shows it again.
+   */
+  private _hover(box: HTMLElement, frame: HTMLElement, plot: SVGSVGElement, chart: IChartData, x: IAxis, y: IAxis): void {
     const guide = svg('line', { y1: M.top, y2: M.top + PLOT_H, x1: 0, x2: 0 }, 'jp-DDL-guide');
     const dots = svg('g', {});
     const tip = el('div', 'jp-DDL-tooltip');
+    tip.setAttribute('aria-live', 'polite'); // read out as the keyboard cursor moves
     const area = svg('rect', { x: M.left, y: M.top, width: PLOT_W, height: PLOT_H, fill: 'transparent' });
     plot.append(guide, dots, area);
     box.appendChild(tip);
     const hide = () => {
+      this._cursor.delete(chart.key);
       box.classList.remove('jp-mod-hover');
+      tip.replaceChildren();
     };
-    area.addEventListener('pointerleave', hide);
-    area.addEventListener('pointermove', event => {
-      const rect = plot.getBoundingClientRect();
-      const fx = ((event.clientX - rect.left) / rect.width) * W;
-      const step = x.lo + ((fx - M.left) / PLOT_W) * (x.hi - x.lo);
+    const show = (step: number) => {
       const near = valuesAt(chart.series, step);
       if (!near.length) {
         return hide();
       }
       const at = near[0].point[0];
+      this._cursor.set(chart.key, at);
       const gx = M.left + PLOT_W * position(x, at);
       guide.setAttribute('x1', String(gx));
       guide.setAttribute('x2', String(gx));
@@ -206,31 +254,54 @@ export class MetricsChart extends Widget {
           .map(n =>
             svg(
               'circle',
-              {
-                cx: M.left + PLOT_W * position(x, n.point[0]),
-                cy: M.top + PLOT_H * (1 - position(y, n.point[1])),
-                r: 3
-              },
+              { cx: M.left + PLOT_W * position(x, n.point[0]), cy: M.top + PLOT_H * (1 - position(y, n.point[1])), r: 3 },
               `jp-DDL-dot ${seriesClass(n.series)}`
             )
           )
       );
       tip.replaceChildren(
-        el('div', 'jp-DDL-tooltip-head', `step ${at}`),
+        el('div', 'jp-DDL-tooltip-head', `${chart.metric} at step ${at}`),
         ...near.map(n => {
           const row = el('div', seriesClass(n.series));
           const [step, value] = n.point;
-          const text = `${n.series.replica}: ${formatNumber(value)} (step ${step})`;
+          const text = `${n.series.replica}: ${formatNumber(value)}${step === at ? '' : ` (step ${step})`}`;
           row.append(el('span', 'jp-DDL-swatch'), el('span', '', text));
           return row;
         })
       );
-      const left = ((gx / W) * rect.width) + 12;
-      tip.style.left = `${Math.min(left, rect.width - 180)}px`;
+      const width = plot.getBoundingClientRect().width || W;
+      tip.style.left = `${Math.max(0, Math.min((gx / W) * width + 12, width - 180))}px`;
       box.classList.add('jp-mod-hover');
+    };
+    area.addEventListener('pointerleave', () => document.activeElement !== frame && hide());
+    area.addEventListener('pointermove', event => {
+      const rect = plot.getBoundingClientRect();
+      const fx = ((event.clientX - rect.left) / rect.width) * W;
+      show(x.lo + ((fx - M.left) / PLOT_W) * (x.hi - x.lo));
+    });
+    frame.addEventListener('focus', () => show(this._cursor.get(chart.key) ?? x.hi));
+    frame.addEventListener('blur', hide);
+    frame.addEventListener('keydown', event => {
+      const to = moveStep(stepsOf(chart.series), this._cursor.get(chart.key) ?? null, event.key);
+      if (to !== null) {
+        event.preventDefault();
+        show(to);
+      } else if (event.key === 'Escape') {
+        hide();
+      }
+    });
+    this._shows.push(() => {
+      const kept = this._cursor.get(chart.key);
+      if (kept !== undefined && frame.isConnected) {
+        show(kept);
+      }
     });
   }
 
   private _charts: IChartData[] = [];
+  /** the step each chart's tooltip shows (by chart key); replicas hidden per chart */
+  private _cursor = new Map<string, number>();
+  private _hidden = new Map<string, Set<string>>();
+  private _shows: (() => void)[] = [];
   private _scale = new Map<string, boolean>();
 }

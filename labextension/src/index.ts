@@ -15,6 +15,7 @@ import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { distributeActiveCell } from './distributeform';
+import { openNotebook, pickJob, runAction } from './jobactions';
 import { JobModel } from './jobmodel';
 import { JobView } from './jobview';
 import { JobsModel } from './model';
@@ -67,7 +68,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
           app.shell.activateById(open.id);
           return;
         }
-        const content = new JobView(new JobModel(name, settings.refreshInterval, jobs));
+        const content = new JobView(new JobModel(name, settings.refreshInterval, jobs), app.commands);
         const view = new MainAreaWidget({ content, toolbar: content.toolbar });
         view.id = `jupyter-ddl-job-${name}`;
         view.title.label = name;
@@ -121,6 +122,59 @@ const plugin: JupyterFrontEndPlugin<void> = {
       });
     }
 
+    // the job a command means: the one its arguments name (a row's button), else the
+    // job of the job view in front, else the one the user picks (the palette)
+    const jobFor = async (args: { name?: unknown; backend?: unknown }, title: string, candidates = jobs.jobs) => {
+      const front = app.shell.currentWidget;
+      const view = front && tracker.has(front) ? (front as MainAreaWidget<JobView>) : null;
+      const named = typeof args.name === 'string' ? args : view ? { name: view.content.model.name } : {};
+      return pickJob(named, jobs.jobs, candidates, title);
+    };
+    const refreshAll = () => {
+      void jobs.refresh();
+      tracker.forEach(w => void w.content.model.refresh());
+    };
+    app.commands.addCommand(CommandIDs.cancelJob, {
+      label: args => (args.name ? `Cancel training job ${args.name as string}…` : 'Cancel a training job…'),
+      caption: 'Stop every replica of a running job (asks first)',
+      execute: async args => {
+        const job = await jobFor(args, 'Cancel which training job?', jobs.jobs.filter(j => !j.finished));
+        return job ? runAction('cancel', job, refreshAll) : false;
+      }
+    });
+    app.commands.addCommand(CommandIDs.deleteJob, {
+      label: args => (args.name ? `Delete training job ${args.name as string}…` : 'Delete a training job…'),
+      caption: "Remove a job's record, logs and metrics (asks first)",
+      execute: async args => {
+        const job = await jobFor(args, 'Delete which training job?');
+        if (!job || !(await runAction('delete', job, refreshAll))) {
+          return false;
+        }
+        tracker.find(w => w.content.model.name === job.name)?.dispose();
+        return true;
+      }
+    });
+    app.commands.addCommand(CommandIDs.attachJob, {
+      label: args => (args.name ? `Attach to training job ${args.name as string}` : 'Attach to a training job…'),
+      caption: 'Open the job view: live logs, replicas and metrics',
+      execute: async args => {
+        const job = await pickJob(args, jobs.jobs, jobs.jobs, 'Attach to which training job?');
+        if (job) {
+          await app.commands.execute(CommandIDs.openJob, { name: job.name });
+        }
+      }
+    });
+    app.commands.addCommand(CommandIDs.openNotebook, {
+      label: args => (args.name ? `Open the notebook of ${args.name as string}` : 'Open the notebook of a training job…'),
+      caption: 'Open the notebook a job came from, at its cell',
+      execute: async args => {
+        const job = await jobFor(args, 'Open the notebook of which training job?', jobs.jobs.filter(j => j.notebook));
+        if (job) {
+          await openNotebook(app, job);
+        }
+      }
+    });
+
     app.commands.addCommand(CommandIDs.refresh, {
       label: trans.__('Refresh training jobs'),
       execute: () => jobs.refresh()
@@ -142,6 +196,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
       palette.addItem({ command: CommandIDs.distributeCell, category });
       palette.addItem({ command: CommandIDs.refresh, category });
       palette.addItem({ command: CommandIDs.openPanel, category });
+      for (const command of [CommandIDs.attachJob, CommandIDs.cancelJob, CommandIDs.deleteJob, CommandIDs.openNotebook]) {
+        palette.addItem({ command, category });
+      }
     }
     app.contextMenu.addItem({ command: CommandIDs.distributeCell, selector: '.jp-CodeCell', rank: 60 });
     notebooks.activeCellChanged.connect(() => app.commands.notifyCommandChanged(CommandIDs.distributeCell));

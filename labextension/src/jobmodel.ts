@@ -11,7 +11,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { JobsModel } from './model';
 import { frequency } from './pure/jobs';
-import { requestAPI } from './request';
+import { failureOf, requestAPI } from './request';
 import { IJobDetail, IJobSummary, IMetricPoint, IMetricsPage } from './tokens';
 
 export class JobModel implements IDisposable {
@@ -43,6 +43,11 @@ export class JobModel implements IDisposable {
     return this._error;
   }
 
+  /** The server said the job does not exist (deleted meanwhile, or never here). */
+  get gone(): boolean {
+    return this._gone;
+  }
+
   get changed(): ISignal<this, void> {
     return this._changed;
   }
@@ -53,12 +58,6 @@ export class JobModel implements IDisposable {
 
   refresh(): Promise<void> {
     return this._poll.refresh();
-  }
-
-  /** Ask the server to cancel; the state shown comes from the next fetch. */
-  async cancel(): Promise<void> {
-    await requestAPI(`jobs/${encodeURIComponent(this.name)}/cancel`, { method: 'POST' });
-    await this.refresh();
   }
 
   dispose(): void {
@@ -90,8 +89,15 @@ export class JobModel implements IDisposable {
       await Promise.all(detail.replicas.map(r => this._fetchPoints(path, r.id)));
       this._detail = detail;
       this._error = null;
+      this._gone = false;
     } catch (error) {
-      this._error = (error as Error).message;
+      const failure = failureOf(error);
+      this._gone = failure.status === 404;
+      this._error = this._gone
+        ? `${this.name} no longer exists: it was deleted. What is shown is what was last known.`
+        : failure.status === 0
+          ? 'The Jupyter server does not answer; what is shown is what was last known. Retrying.'
+          : failure.message.split('\n')[0];
       this._changed.emit();
       throw error;
     }
@@ -115,6 +121,7 @@ export class JobModel implements IDisposable {
   private _points = new Map<string, IMetricPoint[]>();
   private _offsets = new Map<string, number>();
   private _error: string | null = null;
+  private _gone = false;
   private _poll: Poll;
   private _last: Promise<void> = Promise.resolve();
   private _changed = new Signal<this, void>(this);

@@ -3,20 +3,25 @@
  * notebook and cell, the replica table, the metrics charts, and the logs ("all
  * replicas" and one tab per replica, followed live).
  */
-import { Dialog, showDialog, showErrorMessage } from '@jupyterlab/apputils';
 import { refreshIcon, stopIcon, Toolbar, ToolbarButton } from '@jupyterlab/ui-components';
+import { CommandRegistry } from '@lumino/commands';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { MetricsChart } from './chart';
 import { el } from './dom';
 import { basename, formatElapsed, formatResources, replicaLabel, stateIcon } from './pure/format';
+import { runAction } from './jobactions';
 import { JobModel } from './jobmodel';
 import { JobLogs } from './logview';
 import { buildCharts } from './pure/series';
-import { IJobDetail, IReplica, IRootCause } from './tokens';
+import { CommandIDs, IJobDetail, IReplica, IRootCause } from './tokens';
 
 export class JobView extends Panel {
-  constructor(readonly model: JobModel) {
+  /** `commands` runs the header's notebook link (absent: the notebook is plain text). */
+  constructor(
+    readonly model: JobModel,
+    private readonly _commands: CommandRegistry | null = null
+  ) {
     super();
     this.addClass('jp-DDL-jobview');
     this.node.dataset.job = model.name;
@@ -57,26 +62,19 @@ export class JobView extends Panel {
   }
 
   private async _onCancel(): Promise<void> {
-    const answer = await showDialog({
-      title: `Cancel ${this.model.name}?`,
-      body: 'Every replica is stopped; logs received so far stay available.',
-      buttons: [Dialog.cancelButton({ label: 'Keep running' }), Dialog.warnButton({ label: 'Cancel job' })]
-    });
-    if (!answer.button.accept) {
+    const job = this.model.detail;
+    if (!job) {
       return;
     }
     this._cancel.enabled = false;
-    try {
-      await this.model.cancel();
-    } catch (error) {
-      this._cancel.enabled = true;
-      await showErrorMessage('Cancel failed', (error as Error).message);
-    }
+    await runAction('cancel', job, () => void this.model.refresh());
+    this._render();
   }
 
   private _render(): void {
     const job = this.model.detail;
     if (!job) {
+      this._cancel.enabled = false; // a job not (or no longer) known cannot be cancelled from here
       this._header.replaceChildren(el('div', 'jp-DDL-muted', this.model.error ?? 'Loading…'));
       return;
     }
@@ -99,7 +97,7 @@ export class JobView extends Panel {
     const badge = el('span', `jp-DDL-badge jp-DDL-state-${job.state.toLowerCase()}`, job.state);
     badge.dataset.state = job.state;
     title.appendChild(badge);
-    this._cancel.enabled = !job.finished && job.actions.cancel;
+    this._cancel.enabled = !job.finished && job.actions.cancel && !this.model.gone;
     const image = job.spec?.image ? ` · ${job.spec.image}` : '';
     const ready = job.finished ? '' : ` · ${job.ready}/${job.total} ready`;
     const meta = el(
@@ -113,9 +111,21 @@ export class JobView extends Panel {
       parts.push(el('div', 'jp-DDL-backoff', used));
     }
     if (job.notebook || job.cell_id) {
-      const where = [job.notebook ? basename(job.notebook) : '', job.cell_id ? `cell ${job.cell_id}` : ''];
-      const source = el('div', 'jp-DDL-jobsource', `from ${where.filter(Boolean).join(' · ')}`);
-      source.title = job.notebook ?? '';
+      const source = el('div', 'jp-DDL-jobsource', 'from ');
+      if (job.notebook && this._commands) {
+        const commands = this._commands;
+        const link = el('button', 'jp-DDL-link jp-DDL-open-notebook', basename(job.notebook));
+        link.title = `Open ${job.notebook}${job.cell_id ? ' at the cell this job came from' : ''}`;
+        link.setAttribute('aria-label', `Open notebook ${basename(job.notebook)} of job ${job.name}`);
+        link.onclick = () => void commands.execute(CommandIDs.openNotebook, { name: job.name, backend: job.backend });
+        source.appendChild(link);
+      } else if (job.notebook) {
+        source.append(basename(job.notebook));
+        source.title = job.notebook;
+      }
+      if (job.cell_id) {
+        source.append(`${job.notebook ? ' · ' : ''}cell ${job.cell_id}`);
+      }
       parts.push(source);
     }
     if (job.root_cause) {

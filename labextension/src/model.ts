@@ -12,8 +12,9 @@ import { IDisposable } from '@lumino/disposable';
 import { IPoll, Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
+import { IFailure, outageLine } from './pure/actions';
 import { elapsedNow, frequency, jobKey as key, sortJobs } from './pure/jobs';
-import { ISSEvent, readEvents, requestAPI } from './request';
+import { failureOf, ISSEvent, readEvents, requestAPI } from './request';
 import { IJobList, IJobSummary, IUnavailable } from './tokens';
 
 /** Seconds between polls while the push channel is up (it brings every change). */
@@ -51,8 +52,16 @@ export class JobsModel implements IDisposable {
     return this._live;
   }
 
+  /**
+   * One line while the list cannot be fetched: the cause, the age of the rows still
+   * shown (they are kept) and the next step; null while the server answers.
+   */
   get error(): string | null {
-    return this._error;
+    if (!this._failure) {
+      return null;
+    }
+    const shownAge = this._okAt === null ? null : (performance.now() - this._okAt) / 1000;
+    return outageLine(this._failure, shownAge, this._rows.size > 0);
   }
 
   /** The list changed (any row, or the error). */
@@ -76,7 +85,9 @@ export class JobsModel implements IDisposable {
 
   /** Seconds a job has run by now: the server's figure counted on since it came. */
   elapsed(job: IJobSummary): number | null {
-    return elapsedNow(job, this._received.get(key(job)), performance.now());
+    // while the server does not answer, a running job's time stops where it was known
+    const now = this._failedAt ?? performance.now();
+    return elapsedNow(job, this._received.get(key(job)), now);
   }
 
   /** Poll now (after a cancel, or when the panel is shown). */
@@ -111,9 +122,10 @@ export class JobsModel implements IDisposable {
         this._replace(reply.jobs);
         this._unavailable = reply.unavailable ?? [];
       }
-      this._error = null;
+      this._answered();
     } catch (error) {
-      this._error = (error as Error).message;
+      this._failure = failureOf(error);
+      this._failedAt ??= performance.now();
       this._changed.emit();
       throw error; // the poll backs off
     }
@@ -139,6 +151,9 @@ export class JobsModel implements IDisposable {
         },
         abort.signal
       );
+      if (this._live) {
+        this._okAt = performance.now(); // an open push channel kept the list current until now
+      }
       this._setLive(false);
       if (this.isDisposed || abort.signal.aborted) {
         continue; // hidden (or gone): the loop waits for the page to show again
@@ -156,13 +171,13 @@ export class JobsModel implements IDisposable {
       if (ev.event === 'jobs') {
         this._replace(data.jobs as IJobSummary[]);
         this._unavailable = (data.unavailable ?? []) as IUnavailable[];
-        this._error = null;
+        this._answered();
         this._setLive(true);
         (data.jobs as IJobSummary[]).forEach(job => this._jobChanged.emit(job));
       } else if (ev.event === 'job') {
         this._rows.set(key(data), data);
         this._received.set(key(data), performance.now());
-        this._error = null;
+        this._answered();
         this._jobChanged.emit(data);
       } else if (ev.event === 'removed') {
         const gone = this._rows.get(key(data));
@@ -173,11 +188,18 @@ export class JobsModel implements IDisposable {
       } else if (ev.event === 'unavailable') {
         this._unavailable = data.unavailable as IUnavailable[];
       } else if (ev.event === 'error') {
-        this._error = data.message;
+        this._failure = { status: 500, message: String(data.message) };
       }
     }
     this._pushes++;
     this._changed.emit();
+  }
+
+  /** The server answered: what is shown is current again. */
+  private _answered(): void {
+    this._failure = null;
+    this._failedAt = null;
+    this._okAt = performance.now();
   }
 
   private _replace(jobs: IJobSummary[]): void {
@@ -224,7 +246,10 @@ export class JobsModel implements IDisposable {
   private _received = new Map<string, number>();
   private _pushes = 0;
   private _live = false;
-  private _error: string | null = null;
+  private _failure: IFailure | null = null;
+  /** when the failures began, and when the list last came (performance.now() ms) */
+  private _failedAt: number | null = null;
+  private _okAt: number | null = null;
   private _interval: number;
   private _poll: Poll;
   private _abort: AbortController | null = null;

@@ -6,6 +6,7 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+import { IFailure } from './pure/actions';
 import { ISSEvent, parseSSE } from './pure/sse';
 import { ILogLine, NAMESPACE } from './tokens';
 
@@ -19,6 +20,14 @@ export class APIError extends Error {
   ) {
     super(message);
   }
+}
+
+/** Any request's failure as status and message: status 0 when no answer came at all. */
+export function failureOf(error: unknown): IFailure {
+  if (error instanceof APIError) {
+    return { status: error.status, message: error.message };
+  }
+  return { status: 0, message: error instanceof Error ? error.message : String(error) };
 }
 
 function url(path: string, params: Record<string, string | number | undefined> = {}): string {

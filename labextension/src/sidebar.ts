@@ -3,7 +3,9 @@
  * word for screen readers), the full name (wrapped at its hyphens, never cut) as a
  * button that opens the job view, strategy, backend, notebook and a short cell id
  * (the full id in the tooltip), then ready replicas (or the end state), start time
- * and elapsed time. Above the list: a filter (words, state) and the sort; below it,
+ * and elapsed time, then the row's Cancel and Delete (each asks first, and is
+ * disabled with its reason where it cannot run). The notebook name opens the
+ * notebook at the job's cell. Above the list: a filter (words, state) and the sort; below it,
  * pages of PAGE_SIZE rows so hundreds of jobs stay quick. The list scrolls inside
  * the panel. One line per backend the server could not ask (a cluster that is down
  * hides no local job). The toolbar holds stock JupyterLab buttons.
@@ -15,6 +17,7 @@ import { Panel, Widget } from '@lumino/widgets';
 
 import { el } from './dom';
 import { JobsModel } from './model';
+import { actionAllowed, JobAction } from './pure/actions';
 import { basename, formatElapsed, stateIcon } from './pure/format';
 import { filterJobs, formatStart, IJobFilter, NO_FILTER, page, shortCellId, SortKey, sortJobs } from './pure/jobs';
 import { CommandIDs, IJobSummary } from './tokens';
@@ -99,7 +102,7 @@ export class JobsPanel extends SidePanel {
   private _controls(): HTMLElement {
     const trans = this._t;
     const bar = el('div', 'jp-DDL-controls');
-    const text = el('input', 'jp-DDL-filter-text jp-mod-styled');
+    const text = (this._filterText = el('input', 'jp-DDL-filter-text jp-mod-styled'));
     text.type = 'search';
     text.placeholder = trans.__('Filter jobs');
     text.setAttribute('aria-label', trans.__('Filter jobs by name, notebook, strategy or backend'));
@@ -224,8 +227,13 @@ export class JobsPanel extends SidePanel {
     if (job.notebook || job.cell_id) {
       const source = el('div', 'jp-DDL-jobsource');
       if (job.notebook) {
-        const nb = el('span', 'jp-DDL-notebook', basename(job.notebook));
-        nb.title = job.notebook;
+        const nb = el('button', 'jp-DDL-notebook jp-DDL-link', basename(job.notebook));
+        nb.title = `Open ${job.notebook}${job.cell_id ? ' at the cell this job came from' : ''}`;
+        nb.setAttribute('aria-label', `Open notebook ${basename(job.notebook)} of job ${job.name}`);
+        nb.onclick = event => {
+          event.stopPropagation();
+          void this._commands.execute(CommandIDs.openNotebook, { name: job.name, backend: job.backend });
+        };
         source.appendChild(nb);
       }
       if (job.cell_id) {
@@ -246,9 +254,48 @@ export class JobsPanel extends SidePanel {
       start.title = trans.__('started %1', when);
     }
     status.append(replicas, start, el('div', 'jp-DDL-elapsed', formatElapsed(this._model.elapsed(job))));
+    status.appendChild(this._actions(job));
     row.append(main, status);
     row.onclick = () => this._open(job);
     return row;
+  }
+
+  /** The row's Cancel and Delete: buttons in the tab order, disabled with the reason. */
+  private _actions(job: IJobSummary): HTMLElement {
+    const bar = el('div', 'jp-DDL-rowactions');
+    const pending = this._pending.has(`${job.backend}/${job.name}`);
+    const button = (action: JobAction, label: string, command: string) => {
+      const b = el('button', `jp-DDL-row-${action} jp-mod-styled`, label);
+      const allowed = actionAllowed(action, job);
+      b.disabled = pending || !allowed.ok;
+      b.title = pending ? `${label} of ${job.name} is under way` : allowed.ok ? `${label} ${job.name}…` : allowed.why;
+      b.setAttribute('aria-label', `${label} job ${job.name}`);
+      b.onclick = event => {
+        event.stopPropagation();
+        const key = `${job.backend}/${job.name}`;
+        this._pending.add(key);
+        b.disabled = true; // in place: a re-render now would take the focus the dialog gives back
+        void this._commands.execute(command, { name: job.name, backend: job.backend }).finally(() => {
+          this._pending.delete(key);
+          this._render();
+          this._refocus(key, `jp-DDL-row-${action}`);
+        });
+      };
+      return b;
+    };
+    bar.append(button('cancel', 'Cancel', CommandIDs.cancelJob), button('delete', 'Delete', CommandIDs.deleteJob));
+    return bar;
+  }
+
+  /**
+   * After an action's dialog: the focus back on the row's control, else on the row's
+   * name (the action was refused or is under way), else, the row gone, on the filter.
+   */
+  private _refocus(key: string, cls: string): void {
+    const row = this._list.querySelector<HTMLElement>(`[data-key="${CSS.escape(key)}"]`);
+    const same = row?.querySelector<HTMLButtonElement>(`.${cls}`);
+    const target = same && !same.disabled ? same : (row?.querySelector<HTMLElement>('.jp-DDL-open') ?? this._filterText);
+    target.focus();
   }
 
   private _open(job: IJobSummary): void {
@@ -262,5 +309,8 @@ export class JobsPanel extends SidePanel {
   private _filter: IJobFilter = NO_FILTER;
   private _sort: SortKey = 'start';
   private _page = 0;
+  /** rows whose action runs (its dialog is open or its request under way) */
+  private _pending = new Set<string>();
+  private _filterText!: HTMLInputElement;
   private _ticker: ReturnType<typeof setInterval> | undefined = undefined;
 }

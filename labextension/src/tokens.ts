@@ -10,6 +10,10 @@ export namespace CommandIDs {
   export const distributeCell = 'jupyter-ddl:distribute-cell';
   export const refresh = 'jupyter-ddl:refresh';
   export const openPanel = 'jupyter-ddl:open-panel';
+  export const cancelJob = 'jupyter-ddl:cancel-job';
+  export const deleteJob = 'jupyter-ddl:delete-job';
+  export const attachJob = 'jupyter-ddl:attach-job';
+  export const openNotebook = 'jupyter-ddl:open-notebook';
 }
 
 export type JobState =

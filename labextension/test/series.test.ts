@@ -1,7 +1,19 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { buildCharts, linearAxis, logAxis, position, prefersLog, tickLabel, values, valuesAt, yAxis } from '../src/pure/series';
+import {
+  buildCharts,
+  linearAxis,
+  logAxis,
+  moveStep,
+  position,
+  prefersLog,
+  stepsOf,
+  tickLabel,
+  values,
+  valuesAt,
+  yAxis
+} from '../src/pure/series';
 import { IMetricPoint } from '../src/tokens';
 
 const pt = (step: number, values: Record<string, number>, source?: IMetricPoint['source']): IMetricPoint => ({
@@ -76,4 +88,23 @@ test('valuesAt picks each series point nearest the step, the later one on a tie'
   const [chart] = buildCharts(new Map([['w', [pt(1, { l: 1 }), pt(3, { l: 3 }), pt(1, { l: 5 })]]]), ['w']);
   const [hit] = valuesAt(chart.series, 2);
   assert.deepEqual(hit.point, [1, 5]);
+});
+
+test('the keyboard cursor moves among the steps any replica has, from the latest', () => {
+  const series = [
+    { replica: 'worker-0', colour: 0, segments: [[[0, 1], [10, 0.5]], [[0, 0.9], [20, 0.3]]] as [number, number][][], latest: 0.3 },
+    { replica: 'worker-1', colour: 1, segments: [[[5, 1], [10, 0.4]]] as [number, number][][], latest: 0.4 }
+  ];
+  const steps = stepsOf(series);
+  assert.deepEqual(steps, [0, 5, 10, 20]);
+  assert.equal(moveStep(steps, null, 'ArrowLeft'), 20); // the first key press shows the latest
+  assert.equal(moveStep(steps, 20, 'ArrowLeft'), 10);
+  assert.equal(moveStep(steps, 0, 'ArrowLeft'), 0);
+  assert.equal(moveStep(steps, 20, 'ArrowRight'), 20);
+  assert.equal(moveStep(steps, 7, 'ArrowRight'), 20); // from between stops: the next one's neighbour
+  assert.equal(moveStep(steps, 10, 'Home'), 0);
+  assert.equal(moveStep(steps, 0, 'End'), 20);
+  assert.equal(moveStep(steps, 0, 'PageUp'), 5);
+  assert.equal(moveStep(steps, 10, 'Enter'), null);
+  assert.equal(moveStep([], null, 'End'), null);
 });

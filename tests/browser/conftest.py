@@ -102,6 +102,7 @@ def lab(tmp_path, data_dir):
             "root": root,
             "settings": settings,
             "log": tmp_path / "lab.log",
+            "proc": proc,  # an outage test stops it
         }
     finally:
         proc.terminate()

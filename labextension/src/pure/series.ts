@@ -192,3 +192,46 @@ export function valuesAt(series: ISeries[], step: number): { series: ISeries; po
   }
   return out;
 }
+
+/** Every step any series has a value at, ascending, once each (the keyboard cursor's stops). */
+export function stepsOf(series: ISeries[]): number[] {
+  const all = new Set<number>();
+  for (const s of series) {
+    for (const p of s.segments.flat()) {
+      all.add(p[0]);
+    }
+  }
+  return [...all].sort((a, b) => a - b);
+}
+
+/**
+ * Where a key moves the chart's cursor among `steps`: arrows one stop, Page keys a
+ * tenth of the way, Home and End to the ends; null for a key that does not move it.
+ * No cursor yet starts at the latest step (what the job is doing now).
+ */
+export function moveStep(steps: readonly number[], current: number | null, key: string): number | null {
+  if (!steps.length) {
+    return null;
+  }
+  const last = steps.length - 1;
+  let at = current === null ? last : steps.findIndex(s => s >= current);
+  if (at < 0) {
+    at = last;
+  }
+  const page = Math.max(1, Math.round(steps.length / 10));
+  const to: Record<string, number> = {
+    ArrowLeft: at - 1,
+    ArrowRight: at + 1,
+    PageDown: at - page,
+    PageUp: at + page,
+    Home: 0,
+    End: last
+  };
+  if (!(key in to)) {
+    return null;
+  }
+  if (current === null) {
+    return steps[last];
+  }
+  return steps[Math.min(last, Math.max(0, to[key]))];
+}
