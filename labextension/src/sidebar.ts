@@ -150,7 +150,16 @@ export class JobsPanel extends SidePanel {
     this._status.textContent = this._model.error ?? (shown.length ? '' : empty);
     this._status.classList.toggle('jp-DDL-error', !!this._model.error);
     this._list.hidden = !shown.length;
+    // every render replaces the rows: the control that had the focus gets it back in its
+    // row's new copy, so a keyboard user keeps their place while pushes arrive
+    const active = document.activeElement;
+    const activeRow = active instanceof HTMLElement && this._list.contains(active) ? active.closest<HTMLElement>('.jp-DDL-jobrow') : null;
+    const keep = active instanceof HTMLElement && activeRow?.dataset.key ? { key: activeRow.dataset.key, cls: active.classList[0] } : null;
     this._list.replaceChildren(...current.items.map(job => this._row(job)));
+    if (keep) {
+      const row = this._list.querySelector<HTMLElement>(`[data-key="${CSS.escape(keep.key)}"]`);
+      (row?.querySelector<HTMLElement>(`.${keep.cls}`) ?? row?.querySelector<HTMLElement>('.jp-DDL-open') ?? this._filterText).focus();
+    }
     this._renderPager(current.index, current.pages, shown.length);
     this._unavailable.replaceChildren(
       ...this._model.unavailable.map(u => {

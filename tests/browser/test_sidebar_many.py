@@ -109,6 +109,22 @@ def test_two_hundred_jobs_are_reachable_by_scroll_and_keyboard(many_jobs, lab, b
         opener = page.locator(f"{lp.row(last)} .jp-DDL-open")
         opener.focus()
         assert opener.get_attribute("aria-label", timeout=1000) or opener.inner_text()
+        # a refresh re-renders every row; the focus stays on this row's control (it was
+        # lost to the page's body, so Enter opened nothing, whenever a push came between)
+        page.evaluate(
+            """() => new Promise(done => {
+                const list = document.querySelector('.jp-DDL-panel-body');
+                const seen = new MutationObserver(() => { seen.disconnect(); done(); });
+                seen.observe(list, { childList: true, subtree: true });
+                document.querySelector('.jp-DDL-refresh').dispatchEvent(new MouseEvent('click'));
+            })"""
+        )
+        page.wait_for_timeout(300)
+        focused = page.evaluate(
+            "() => [document.activeElement.className,"
+            " document.activeElement.closest('.jp-DDL-jobrow')?.dataset.job]"
+        )
+        assert focused == ["jp-DDL-open", last], focused
         page.keyboard.press("Enter")
         page.wait_for_selector(f'.jp-DDL-jobview[data-job="{last}"]', timeout=30_000)
     finally:
