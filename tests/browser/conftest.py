@@ -10,12 +10,11 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from support import require
+from support.serving import wait_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILT = ROOT / "jupyter_ddl" / "labextension"
@@ -95,7 +94,7 @@ def lab(tmp_path, data_dir):
     proc = subprocess.Popen(cmd, env=env, cwd=root, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}{BASE_URL}"
     try:
-        _wait_ready(f"{url}api/status?token={token}", proc, tmp_path / "lab.log")
+        wait_ready(f"{url}api/status?token={token}", proc, tmp_path / "lab.log", "JupyterLab")
         yield {
             "url": url,
             "token": token,
@@ -123,21 +122,6 @@ def _link_widget_manager(labextensions: Path) -> None:
             (labextensions / "@jupyter-widgets").mkdir()
             (labextensions / "@jupyter-widgets" / "jupyterlab-manager").symlink_to(found)
             return
-
-
-def _wait_ready(url: str, proc: subprocess.Popen, log: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"JupyterLab exited:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise AssertionError(f"JupyterLab not ready in {timeout}s:\n{log.read_text()[-3000:]}")
 
 
 @pytest.fixture

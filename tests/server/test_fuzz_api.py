@@ -21,11 +21,11 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from support import require
+from support.serving import wait_ready
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -75,21 +75,6 @@ def _plant_finished_jobs(names: list[str]) -> None:
         raise AssertionError("the planted jobs did not finish in 90 s")
     finally:
         manager.close()
-
-
-def _wait_ready(url: str, proc: subprocess.Popen, log: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"jupyter_server exited:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise AssertionError(f"jupyter_server not ready in {timeout}s:\n{log.read_text()[-3000:]}")
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +127,7 @@ def _serve(tmp_path: Path):
         proc = subprocess.Popen(cmd, env=env, cwd=root, stdout=log, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}{BASE_URL}"
         try:
-            _wait_ready(f"{url}api/status?token={token}", proc, log_path)
+            wait_ready(f"{url}api/status?token={token}", proc, log_path, "jupyter_server")
             yield {"url": url, "token": token, "log": log_path}
         finally:
             proc.terminate()
