@@ -9,6 +9,11 @@ import pytest
 
 from tests.cluster.tier import CLUSTER, KUBECONFIG, pids, run
 
+# `ip` (the checks that down removed every network namespace) lives in /usr/sbin, which a
+# user's PATH may lack; scripts/cluster adds it the same way
+if "/usr/sbin" not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
+
 
 @pytest.fixture(scope="session")
 def tier():
