@@ -6,15 +6,32 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from jupyter_ddl.backends.kubernetes import items as I
+from jupyter_ddl.backends.kubernetes.connection import Connection
+from jupyter_ddl.backends.kubernetes.listwatch import ListWatch
 from jupyter_ddl.backends.kubernetes.multiplex import LogMultiplexer
 from jupyter_ddl.backends.kubernetes.objects import CustomObjects
 from jupyter_ddl.backends.kubernetes.usage import poll_usage
+from jupyter_ddl.core.kinds import Kind
 
-if TYPE_CHECKING:
-    from jupyter_ddl.backends.kubernetes.watch import JobWatcher
+
+class JobWatcher(Protocol):
+    """What the producers use of ``watch.JobWatcher`` (named here, not imported: the
+    watcher imports this module)."""
+
+    conn: Connection
+    kind: Kind
+    name: str
+    usage_every: float
+    _lw: ListWatch
+    _halt: threading.Event
+    _mux: LogMultiplexer | None
+
+    def _put(self, item: I.Item) -> bool: ...
+
+    def _container_running(self, pod: str, cid: str | None) -> bool: ...
 
 
 def _spawn(
