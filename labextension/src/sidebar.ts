@@ -288,6 +288,16 @@ export class JobsPanel extends SidePanel {
           this._pending.delete(key);
           this._render();
           this._refocus(key, `jp-DDL-row-${action}`);
+          // the dialog hands the focus back to the button it opened from (disabled, or
+          // replaced by a push meanwhile), and the shell then gives it to the main area
+          // a moment later: the row's control takes it back once that has settled
+          for (const ms of [50, 250]) {
+            setTimeout(() => {
+              if (!this.node.contains(document.activeElement)) {
+                this._refocus(key, `jp-DDL-row-${action}`);
+              }
+            }, ms);
+          }
         });
       };
       return b;
