@@ -116,6 +116,7 @@ def test_two_hundred_jobs_are_reachable_by_scroll_and_keyboard(many_jobs, lab, b
                 const list = document.querySelector('.jp-DDL-panel-body');
                 const seen = new MutationObserver(() => { seen.disconnect(); done(); });
                 seen.observe(list, { childList: true, subtree: true });
+                setTimeout(() => { seen.disconnect(); done(); }, 5000);
                 document.querySelector('.jp-DDL-refresh').dispatchEvent(new MouseEvent('click'));
             })"""
         )
