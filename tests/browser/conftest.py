@@ -58,10 +58,15 @@ def lab(tmp_path, data_dir):
     enable = dirs["JUPYTER_CONFIG_DIR"] / "jupyter_server_config.d"
     enable.mkdir()
     shutil.copy(ROOT / "jupyter-config" / "jupyter_server_config.d" / "jupyter_ddl.json", enable)
-    # no news/update toast over the page we photograph
+    # no news/update toast over the page we photograph, and no launcher: JupyterLab opens
+    # and activates it while it finishes starting, which on a loaded machine came after
+    # a test had put the focus on our panel, and took it (the keyboard tests then failed)
     labconfig = dirs["JUPYTER_CONFIG_DIR"] / "labconfig"
     labconfig.mkdir()
-    off = {"@jupyterlab/apputils-extension:announcements": True}
+    off = {
+        "@jupyterlab/apputils-extension:announcements": True,
+        "@jupyterlab/launcher-extension:plugin": True,
+    }
     (labconfig / "page_config.json").write_text(json.dumps({"disabledExtensions": off}))
     settings = tmp_path / "lab-settings"
     root = tmp_path / "root"
