@@ -181,11 +181,19 @@ def serve_double(kubeconfig: Path) -> Iterator[Path]:
         "d = ApiDouble().start(); d.kubeconfig(Path(sys.argv[1])); print('ready', flush=True)\n"
         "sys.stdin.read(); d.stop()\n"
     )
-    proc = subprocess.Popen([sys.executable, "-c", code, str(kubeconfig)], cwd=ROOT,
+    with double_process(code, str(kubeconfig)):
+        yield kubeconfig
+
+
+@contextlib.contextmanager
+def double_process(code: str, *args: str) -> Iterator[None]:
+    """Run ``code`` (which starts the API double and prints "ready") in its own
+    interpreter until the block ends; closing its stdin stops it."""
+    proc = subprocess.Popen([sys.executable, "-c", code, *args], cwd=ROOT,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
-        yield kubeconfig
+        yield
     finally:
         if proc.stdin:
             proc.stdin.close()

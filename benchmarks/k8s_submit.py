@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from benchmarks.k8s_logs import double_process
 from benchmarks.table import Row, summarize
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,18 +60,8 @@ def delayed_double(kubeconfig: Path, delay: float) -> Iterator[Path]:
         "d.kubeconfig(Path(sys.argv[1])); print('ready', flush=True)\n"
         "sys.stdin.read(); d.stop()\n"
     )
-    proc = subprocess.Popen([sys.executable, "-c", code, str(kubeconfig), str(delay)], cwd=ROOT,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
+    with double_process(code, str(kubeconfig), str(delay)):
         yield kubeconfig
-    finally:
-        if proc.stdin:
-            proc.stdin.close()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def _spec(kind: str) -> Any:
