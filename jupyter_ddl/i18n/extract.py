@@ -23,8 +23,9 @@ PACKAGE = Path(__file__).parent.parent
 MARKERS = ("tr", "N_")
 #: the JupyterLab extension's sources (a checkout has them; an installed package not)
 LAB_SOURCES = PACKAGE.parent / "labextension" / "src"
-#: ``trans.__('...')``: a message JupyterLab's translator shows (its first argument)
-_LAB_CALL = re.compile(r"""\btrans\.__\(\s*('(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""")
+#: ``trans.__('...')`` (or ``this._trans.__``): a message JupyterLab's translator
+#: shows (its first argument)
+_LAB_CALL = re.compile(r"""(?<![\w$])_?trans\.__\(\s*('(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""")
 #: JupyterLab's locales (its language packs' names) of each catalog
 LAB_LOCALES = {"ko": "ko_KR", "ja": "ja_JP", "zh_Hans": "zh_CN", "zh_Hant": "zh_TW"}
 LAB_DIR = Path(__file__).parent / "lab" / "locale"
@@ -55,12 +56,13 @@ def messages(root: Path = PACKAGE) -> dict[str, list[str]]:
 def lab_messages(src: Path = LAB_SOURCES) -> dict[str, list[str]]:
     """Every ``trans.__('...')`` of the lab extension → the files that show it."""
     found: dict[str, list[str]] = {}
-    for path in sorted(src.glob("*.ts")) if src.is_dir() else []:
+    for path in sorted(src.rglob("*.ts")) if src.is_dir() else []:
+        where = f"labextension/src/{path.relative_to(src).as_posix()}"
         for m in _LAB_CALL.finditer(path.read_text(encoding="utf-8")):
             message = ast.literal_eval(m.group(1))  # a plain TS string reads as Python's
             places = found.setdefault(message, [])
-            if f"labextension/src/{path.name}" not in places:
-                places.append(f"labextension/src/{path.name}")
+            if where not in places:
+                places.append(where)
     return found
 
 

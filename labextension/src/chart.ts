@@ -11,6 +11,7 @@ import { Widget } from '@lumino/widgets';
 
 import { el } from './dom';
 import { formatNumber } from './pure/format';
+import { english, ITrans } from './pure/i18n';
 import {
   IAxis,
   IChartData,
@@ -35,11 +36,14 @@ const SVG = 'http://www.w3.org/2000/svg';
 /** Series colour classes in style/base.css (then they repeat, dashed). */
 const COLOURS = 6;
 
-const SOURCE_NOTE: Record<string, string> = {
-  report: '',
-  keras: 'from the Keras progress bar',
-  log: 'from printed lines'
-};
+/** Where a chart's values came from, said under its title (none for `report`). */
+function sourceNote(source: string, trans: ITrans): string {
+  return source === 'keras'
+    ? trans.__('from the Keras progress bar')
+    : source === 'log'
+      ? trans.__('from printed lines')
+      : '';
+}
 
 function svg<K extends keyof SVGElementTagNameMap>(
   tag: K,
@@ -62,7 +66,7 @@ function seriesClass(s: ISeries): string {
 }
 
 export class MetricsChart extends Widget {
-  constructor() {
+  constructor(private readonly _trans: ITrans = english) {
     super();
     this.addClass('jp-DDL-charts');
   }
@@ -74,7 +78,7 @@ export class MetricsChart extends Widget {
     const active = document.activeElement as HTMLElement | null;
     const focused = active && this.node.contains(active) ? active.dataset.focus : undefined;
     if (!charts.length) {
-      this.node.replaceChildren(el('div', 'jp-DDL-muted', 'No metrics reported yet.'));
+      this.node.replaceChildren(el('div', 'jp-DDL-muted', this._trans.__('No metrics reported yet.')));
       return;
     }
     this._shows = [];
@@ -91,6 +95,7 @@ export class MetricsChart extends Widget {
   }
 
   private _chart(chart: IChartData): HTMLElement {
+    const trans = this._trans;
     const hidden = this._hidden.get(chart.key) ?? new Set<string>();
     const shown = chart.series.filter(s => !hidden.has(s.replica));
     const vals = values(shown.length ? shown : chart.series);
@@ -104,7 +109,7 @@ export class MetricsChart extends Widget {
     const steps = chart.series.flatMap(s => s.segments.flatMap(g => g.map(p => p[0])));
     const x = linearAxis(Math.min(...steps), Math.max(...steps), 6, true);
     const plot = svg('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img' }, 'jp-DDL-chart-svg');
-    plot.setAttribute('aria-label', `${chart.metric} by step, one line per replica`);
+    plot.setAttribute('aria-label', trans.__('%1 by step, one line per replica', chart.metric));
     plot.appendChild(svg('rect', { x: M.left, y: M.top, width: PLOT_W, height: PLOT_H }, 'jp-DDL-plot-bg'));
     this._axes(plot, x, y);
     for (const s of shown) {
@@ -115,7 +120,10 @@ export class MetricsChart extends Widget {
     frame.tabIndex = 0;
     frame.dataset.focus = `${chart.key}|plot`;
     frame.setAttribute('role', 'group');
-    frame.setAttribute('aria-label', `${chart.metric} chart: arrow keys, Home and End show the values at each step`);
+    frame.setAttribute(
+      'aria-label',
+      trans.__('%1 chart: arrow keys, Home and End show the values at each step', chart.metric)
+    );
     frame.appendChild(plot);
     box.appendChild(frame);
     box.appendChild(this._legend(chart, hidden));
@@ -126,7 +134,7 @@ export class MetricsChart extends Widget {
   private _header(chart: IChartData, log: boolean): HTMLElement {
     const head = el('div', 'jp-DDL-chart-head');
     head.appendChild(el('span', 'jp-DDL-chart-title', chart.metric));
-    const note = SOURCE_NOTE[chart.source];
+    const note = sourceNote(chart.source, this._trans);
     if (note) {
       head.appendChild(el('span', 'jp-DDL-muted', note));
     }
@@ -138,7 +146,7 @@ export class MetricsChart extends Widget {
       this._scale.set(chart.key, box.checked);
       this.setCharts(this._charts);
     };
-    toggle.append(box, document.createTextNode(' log scale'));
+    toggle.append(box, document.createTextNode(' ' + this._trans.__('log scale')));
     head.appendChild(toggle);
     return head;
   }
@@ -159,7 +167,7 @@ export class MetricsChart extends Widget {
       plot.appendChild(label);
     }
     const name = svg('text', { x: M.left + PLOT_W, y: H - 2, 'text-anchor': 'end' }, 'jp-DDL-tick');
-    name.textContent = 'step';
+    name.textContent = this._trans.__('step');
     plot.appendChild(name);
   }
 
@@ -192,18 +200,19 @@ export class MetricsChart extends Widget {
 
   /** One toggle button per replica: pressed while its line is drawn. */
   private _legend(chart: IChartData, hidden: Set<string>): HTMLElement {
+    const trans = this._trans;
     const legend = el('div', 'jp-DDL-legend');
     legend.setAttribute('role', 'group');
-    legend.setAttribute('aria-label', `${chart.metric}: replicas drawn`);
+    legend.setAttribute('aria-label', trans.__('%1: replicas drawn', chart.metric));
     for (const s of chart.series) {
       const item = el('button', `jp-DDL-legend-item ${seriesClass(s)}`);
       item.dataset.replica = s.replica;
       item.dataset.focus = `${chart.key}|legend|${s.replica}`;
       const on = !hidden.has(s.replica);
       item.setAttribute('aria-pressed', String(on));
-      item.title = on ? `Hide ${s.replica} in this chart` : `Show ${s.replica} in this chart`;
+      item.title = on ? trans.__('Hide %1 in this chart', s.replica) : trans.__('Show %1 in this chart', s.replica);
       item.appendChild(el('span', 'jp-DDL-swatch'));
-      const restarts = s.segments.length > 1 ? ` (${s.segments.length} attempts)` : '';
+      const restarts = s.segments.length > 1 ? ' ' + trans.__('(%1 attempts)', s.segments.length) : '';
       item.appendChild(el('span', '', `${s.replica} ${formatNumber(s.latest)}${restarts}`));
       item.onclick = () => {
         const next = new Set(hidden);
@@ -226,6 +235,7 @@ export class MetricsChart extends Widget {
    * (`_cursor`) so a redraw shows it again.
    */
   private _hover(box: HTMLElement, frame: HTMLElement, plot: SVGSVGElement, chart: IChartData, x: IAxis, y: IAxis): void {
+    const trans = this._trans;
     const guide = svg('line', { y1: M.top, y2: M.top + PLOT_H, x1: 0, x2: 0 }, 'jp-DDL-guide');
     const dots = svg('g', {});
     const tip = el('div', 'jp-DDL-tooltip');
@@ -260,11 +270,11 @@ export class MetricsChart extends Widget {
           )
       );
       tip.replaceChildren(
-        el('div', 'jp-DDL-tooltip-head', `${chart.metric} at step ${at}`),
+        el('div', 'jp-DDL-tooltip-head', trans.__('%1 at step %2', chart.metric, at)),
         ...near.map(n => {
           const row = el('div', seriesClass(n.series));
           const [step, value] = n.point;
-          const text = `${n.series.replica}: ${formatNumber(value)}${step === at ? '' : ` (step ${step})`}`;
+          const text = `${n.series.replica}: ${formatNumber(value)}${step === at ? '' : ' ' + trans.__('(step %1)', step)}`;
           row.append(el('span', 'jp-DDL-swatch'), el('span', '', text));
           return row;
         })

@@ -147,7 +147,7 @@ export class DistributeForm extends Widget implements Dialog.IBodyWidget<string>
       this._gpus.disabled = !s.gpus;
       this._summary.textContent = s.summary;
     }
-    this._preview.textContent = `%%distribute ${this.getValue()}`;
+    this._preview.textContent = `%%distribute ${this.getValue()}`; // i18n: code, the same in every language
   }
 
   private _field(label: string, input: HTMLElement): HTMLElement {

@@ -34,6 +34,7 @@ const ddlIcon = new LabIcon({
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_ID,
+  // i18n: plugin metadata, read before any translator is loaded
   description: 'Distributed training jobs: sidebar, job view with live logs, Distribute this cell.',
   autoStart: true,
   requires: [INotebookTracker],
@@ -51,7 +52,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     // catalogs from jupyter_ddl/i18n/lab (the `jupyterlab.locale` entry point)
     const trans = (translator ?? nullTranslator).load('jupyter_ddl');
     const settings: ISettings = { ...DEFAULT_SETTINGS };
-    const jobs = new JobsModel(settings.refreshInterval);
+    const jobs = new JobsModel(settings.refreshInterval, trans);
     const tracker = new WidgetTracker<MainAreaWidget<JobView>>({ namespace: 'jupyter-ddl' });
 
     const panel = new JobsPanel(jobs, app.commands, trans);
@@ -68,7 +69,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
           app.shell.activateById(open.id);
           return;
         }
-        const content = new JobView(new JobModel(name, settings.refreshInterval, jobs), app.commands);
+        const content = new JobView(
+          new JobModel(name, settings.refreshInterval, jobs, trans),
+          app.commands,
+          trans
+        );
         const view = new MainAreaWidget({ content, toolbar: content.toolbar });
         view.id = `jupyter-ddl-job-${name}`;
         view.title.label = name;
@@ -100,7 +105,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
             }
           ]
         };
-        const line = endedLine(job);
+        const line = endedLine(job, trans);
         if (job.state === 'Failed') {
           Notification.error(line, options);
         } else if (job.state === 'Succeeded') {
@@ -113,7 +118,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
 
     if (statusBar) {
       statusBar.registerStatusItem('jupyter-ddl:running', {
-        item: new RunningItem(jobs, () => app.shell.activateById(panel.id)),
+        item: new RunningItem(jobs, () => app.shell.activateById(panel.id), trans),
         align: 'left',
         rank: 40,
         // the status bar shows and hides its items itself: say when this one has news
@@ -128,26 +133,29 @@ const plugin: JupyterFrontEndPlugin<void> = {
       const front = app.shell.currentWidget;
       const view = front && tracker.has(front) ? (front as MainAreaWidget<JobView>) : null;
       const named = typeof args.name === 'string' ? args : view ? { name: view.content.model.name } : {};
-      return pickJob(named, jobs.jobs, candidates, title);
+      return pickJob(named, jobs.jobs, candidates, title, trans);
     };
     const refreshAll = () => {
       void jobs.refresh();
       tracker.forEach(w => void w.content.model.refresh());
     };
     app.commands.addCommand(CommandIDs.cancelJob, {
-      label: args => (args.name ? `Cancel training job ${args.name as string}…` : 'Cancel a training job…'),
-      caption: 'Stop every replica of a running job (asks first)',
+      label: args =>
+        args.name ? trans.__('Cancel training job %1…', args.name as string) : trans.__('Cancel a training job…'),
+      caption: trans.__('Stop every replica of a running job (asks first)'),
       execute: async args => {
-        const job = await jobFor(args, 'Cancel which training job?', jobs.jobs.filter(j => !j.finished));
-        return job ? runAction('cancel', job, refreshAll) : false;
+        const title = trans.__('Cancel which training job?');
+        const job = await jobFor(args, title, jobs.jobs.filter(j => !j.finished));
+        return job ? runAction('cancel', job, refreshAll, trans) : false;
       }
     });
     app.commands.addCommand(CommandIDs.deleteJob, {
-      label: args => (args.name ? `Delete training job ${args.name as string}…` : 'Delete a training job…'),
-      caption: "Remove a job's record, logs and metrics (asks first)",
+      label: args =>
+        args.name ? trans.__('Delete training job %1…', args.name as string) : trans.__('Delete a training job…'),
+      caption: trans.__("Remove a job's record, logs and metrics (asks first)"),
       execute: async args => {
-        const job = await jobFor(args, 'Delete which training job?');
-        if (!job || !(await runAction('delete', job, refreshAll))) {
+        const job = await jobFor(args, trans.__('Delete which training job?'));
+        if (!job || !(await runAction('delete', job, refreshAll, trans))) {
           return false;
         }
         tracker.find(w => w.content.model.name === job.name)?.dispose();
@@ -155,22 +163,27 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
     app.commands.addCommand(CommandIDs.attachJob, {
-      label: args => (args.name ? `Attach to training job ${args.name as string}` : 'Attach to a training job…'),
-      caption: 'Open the job view: live logs, replicas and metrics',
+      label: args =>
+        args.name ? trans.__('Attach to training job %1', args.name as string) : trans.__('Attach to a training job…'),
+      caption: trans.__('Open the job view: live logs, replicas and metrics'),
       execute: async args => {
-        const job = await pickJob(args, jobs.jobs, jobs.jobs, 'Attach to which training job?');
+        const job = await pickJob(args, jobs.jobs, jobs.jobs, trans.__('Attach to which training job?'), trans);
         if (job) {
           await app.commands.execute(CommandIDs.openJob, { name: job.name });
         }
       }
     });
     app.commands.addCommand(CommandIDs.openNotebook, {
-      label: args => (args.name ? `Open the notebook of ${args.name as string}` : 'Open the notebook of a training job…'),
-      caption: 'Open the notebook a job came from, at its cell',
+      label: args =>
+        args.name
+          ? trans.__('Open the notebook of %1', args.name as string)
+          : trans.__('Open the notebook of a training job…'),
+      caption: trans.__('Open the notebook a job came from, at its cell'),
       execute: async args => {
-        const job = await jobFor(args, 'Open the notebook of which training job?', jobs.jobs.filter(j => j.notebook));
+        const title = trans.__('Open the notebook of which training job?');
+        const job = await jobFor(args, title, jobs.jobs.filter(j => j.notebook));
         if (job) {
-          await openNotebook(app, job);
+          await openNotebook(app, job, trans);
         }
       }
     });

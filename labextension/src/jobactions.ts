@@ -9,6 +9,7 @@ import { Dialog, InputDialog, Notification, showDialog } from '@jupyterlab/apput
 import { NotebookPanel } from '@jupyterlab/notebook';
 
 import { actionAllowed, actionFailedLine, confirmText, JobAction } from './pure/actions';
+import { english, ITrans, stateWord } from './pure/i18n';
 import { failureOf, requestAPI } from './request';
 import { IJobSummary } from './tokens';
 
@@ -18,13 +19,18 @@ type ActionJob = Pick<IJobSummary, 'name' | 'backend' | 'state' | 'finished' | '
  * Ask, then run `action` on `job`; `after` runs once the server answered (either way),
  * so the views refresh. Resolves true when the action ran.
  */
-export async function runAction(action: JobAction, job: ActionJob, after: () => void): Promise<boolean> {
-  const allowed = actionAllowed(action, job);
+export async function runAction(
+  action: JobAction,
+  job: ActionJob,
+  after: () => void,
+  trans: ITrans = english
+): Promise<boolean> {
+  const allowed = actionAllowed(action, job, trans);
   if (!allowed.ok) {
     Notification.info(allowed.why, { autoClose: 6000 });
     return false;
   }
-  const text = confirmText(action, job);
+  const text = confirmText(action, job, trans);
   const answer = await showDialog({
     title: text.title,
     body: text.body,
@@ -42,12 +48,12 @@ export async function runAction(action: JobAction, job: ActionJob, after: () => 
       await requestAPI(`${path}/cancel`, { method: 'POST' }, params);
     } else {
       await requestAPI(path, { method: 'DELETE' }, params);
-      Notification.success(`Deleted ${job.name}: its record and logs are gone.`, { autoClose: 5000 });
+      Notification.success(trans.__('Deleted %1: its record and logs are gone.', job.name), { autoClose: 5000 });
     }
     return true;
   } catch (error) {
     const failure = failureOf(error);
-    const line = actionFailedLine(action, job.name, failure);
+    const line = actionFailedLine(action, job.name, failure, trans);
     if (failure.status === 404) {
       Notification.info(line, { autoClose: 8000 });
     } else {
@@ -64,20 +70,21 @@ export async function pickJob(
   args: { name?: unknown; backend?: unknown },
   jobs: readonly IJobSummary[],
   candidates: readonly IJobSummary[],
-  title: string
+  title: string,
+  trans: ITrans = english
 ): Promise<IJobSummary | null> {
   if (typeof args.name === 'string') {
     const named = jobs.find(j => j.name === args.name && (args.backend === undefined || j.backend === args.backend));
     if (!named) {
-      Notification.info(`${args.name} no longer exists: it was deleted meanwhile.`, { autoClose: 8000 });
+      Notification.info(trans.__('%1 no longer exists: it was deleted meanwhile.', args.name), { autoClose: 8000 });
     }
     return named ?? null;
   }
   if (!candidates.length) {
-    Notification.info(`${title}: no job to choose from.`, { autoClose: 5000 });
+    Notification.info(trans.__('%1: no job to choose from.', title), { autoClose: 5000 });
     return null;
   }
-  const labels = candidates.map(j => `${j.name} (${j.backend}, ${j.state})`);
+  const labels = candidates.map(j => `${j.name} (${j.backend}, ${stateWord(trans, j.state)})`);
   const answer = await InputDialog.getItem({ title, items: labels, current: 0 });
   if (!answer.button.accept || answer.value === null) {
     return null;
@@ -89,16 +96,20 @@ export async function pickJob(
  * Open the notebook `job` came from and, when the job names its cell and the cell is
  * still there, select it and scroll to it. Paths are relative to the server's root.
  */
-export async function openNotebook(app: JupyterFrontEnd, job: Pick<IJobSummary, 'name' | 'notebook' | 'cell_id'>): Promise<void> {
+export async function openNotebook(
+  app: JupyterFrontEnd,
+  job: Pick<IJobSummary, 'name' | 'notebook' | 'cell_id'>,
+  trans: ITrans = english
+): Promise<void> {
   if (!job.notebook) {
-    Notification.info(`${job.name} does not say which notebook it came from.`, { autoClose: 6000 });
+    Notification.info(trans.__('%1 does not say which notebook it came from.', job.name), { autoClose: 6000 });
     return;
   }
   let widget: unknown;
   try {
     widget = await app.commands.execute('docmanager:open', { path: job.notebook, factory: 'Notebook' });
   } catch (error) {
-    Notification.error(`Could not open ${job.notebook}: ${(error as Error).message}`, { autoClose: false });
+    Notification.error(trans.__('Could not open %1: %2', job.notebook, (error as Error).message), { autoClose: false });
     return;
   }
   if (!(widget instanceof NotebookPanel) || !job.cell_id) {
@@ -109,7 +120,9 @@ export async function openNotebook(app: JupyterFrontEnd, job: Pick<IJobSummary, 
   const notebook = widget.content;
   const index = notebook.widgets.findIndex(cell => cell.model.id === job.cell_id);
   if (index < 0) {
-    Notification.info(`The cell ${job.name} came from is no longer in ${job.notebook}.`, { autoClose: 6000 });
+    Notification.info(trans.__('The cell %1 came from is no longer in %2.', job.name, job.notebook), {
+      autoClose: 6000
+    });
     return;
   }
   notebook.activeCellIndex = index;

@@ -10,6 +10,7 @@ import { Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { JobsModel } from './model';
+import { english, ITrans } from './pure/i18n';
 import { frequency } from './pure/jobs';
 import { failureOf, requestAPI } from './request';
 import { IJobDetail, IJobSummary, IMetricPoint, IMetricsPage } from './tokens';
@@ -18,7 +19,8 @@ export class JobModel implements IDisposable {
   constructor(
     readonly name: string,
     intervalSeconds: number,
-    jobs: JobsModel | null = null
+    jobs: JobsModel | null = null,
+    private readonly _trans: ITrans = english
   ) {
     this._poll = new Poll({
       auto: true,
@@ -94,9 +96,9 @@ export class JobModel implements IDisposable {
       const failure = failureOf(error);
       this._gone = failure.status === 404;
       this._error = this._gone
-        ? `${this.name} no longer exists: it was deleted. What is shown is what was last known.`
+        ? this._trans.__('%1 no longer exists: it was deleted. What is shown is what was last known.', this.name)
         : failure.status === 0
-          ? 'The Jupyter server does not answer; what is shown is what was last known. Retrying.'
+          ? this._trans.__('The Jupyter server does not answer; what is shown is what was last known. Retrying.')
           : failure.message.split('\n')[0];
       this._changed.emit();
       throw error;

@@ -13,6 +13,7 @@ import { basename, formatElapsed, formatResources, replicaLabel, stateIcon } fro
 import { runAction } from './jobactions';
 import { JobModel } from './jobmodel';
 import { JobLogs } from './logview';
+import { english, ITrans, stateWord } from './pure/i18n';
 import { buildCharts } from './pure/series';
 import { CommandIDs, IJobDetail, IReplica, IRootCause } from './tokens';
 
@@ -20,14 +21,24 @@ export class JobView extends Panel {
   /** `commands` runs the header's notebook link (absent: the notebook is plain text). */
   constructor(
     readonly model: JobModel,
-    private readonly _commands: CommandRegistry | null = null
+    private readonly _commands: CommandRegistry | null = null,
+    private readonly _trans: ITrans = english
   ) {
     super();
+    const trans = _trans;
+    this._cancel = new ToolbarButton({
+      icon: stopIcon,
+      label: trans.__('Cancel'),
+      className: 'jp-DDL-cancel',
+      tooltip: trans.__('Cancel the job: stop every replica'),
+      onClick: () => void this._onCancel()
+    });
+    this._chart = new MetricsChart(trans);
     this.addClass('jp-DDL-jobview');
     this.node.dataset.job = model.name;
     this.id = `jupyter-ddl-jobview-${model.name}`;
     this.title.label = model.name;
-    this.title.caption = `Training job ${model.name}`;
+    this.title.caption = trans.__('Training job %1', model.name);
     this.title.closable = true;
 
     this.toolbar.addItem('cancel', this._cancel);
@@ -36,7 +47,7 @@ export class JobView extends Panel {
       new ToolbarButton({
         icon: refreshIcon,
         className: 'jp-DDL-refresh',
-        tooltip: 'Refresh this job',
+        tooltip: trans.__('Refresh this job'),
         onClick: () => void this.model.refresh()
       })
     );
@@ -44,10 +55,10 @@ export class JobView extends Panel {
     header.addClass('jp-DDL-jobview-header');
     this.addWidget(header);
     this.addWidget(new Widget({ node: this._table }));
-    this.addWidget(new Widget({ node: el('h3', 'jp-DDL-section', 'Metrics') }));
+    this.addWidget(new Widget({ node: el('h3', 'jp-DDL-section', trans.__('Metrics')) }));
     this.addWidget(this._chart);
-    this.addWidget(new Widget({ node: el('h3', 'jp-DDL-section', 'Logs') }));
-    this._logs = new JobLogs(model.name);
+    this.addWidget(new Widget({ node: el('h3', 'jp-DDL-section', trans.__('Logs')) }));
+    this._logs = new JobLogs(model.name, trans);
     this.addWidget(this._logs);
     model.changed.connect(this._render, this);
     this._render();
@@ -67,7 +78,7 @@ export class JobView extends Panel {
       return;
     }
     this._cancel.enabled = false;
-    await runAction('cancel', job, () => void this.model.refresh());
+    await runAction('cancel', job, () => void this.model.refresh(), this._trans);
     this._render();
   }
 
@@ -75,7 +86,7 @@ export class JobView extends Panel {
     const job = this.model.detail;
     if (!job) {
       this._cancel.enabled = false; // a job not (or no longer) known cannot be cancelled from here
-      this._header.replaceChildren(el('div', 'jp-DDL-muted', this.model.error ?? 'Loading…'));
+      this._header.replaceChildren(el('div', 'jp-DDL-muted', this.model.error ?? this._trans.__('Loading…')));
       return;
     }
     this._renderHeader(job);
@@ -91,15 +102,16 @@ export class JobView extends Panel {
   }
 
   private _renderHeader(job: IJobDetail): void {
+    const trans = this._trans;
     const title = el('div', 'jp-DDL-jobview-title');
     title.appendChild(el('span', 'jp-DDL-state-icon', stateIcon(job.state)));
     title.appendChild(el('span', 'jp-DDL-jobname', job.name));
-    const badge = el('span', `jp-DDL-badge jp-DDL-state-${job.state.toLowerCase()}`, job.state);
+    const badge = el('span', `jp-DDL-badge jp-DDL-state-${job.state.toLowerCase()}`, stateWord(trans, job.state));
     badge.dataset.state = job.state;
     title.appendChild(badge);
     this._cancel.enabled = !job.finished && job.actions.cancel && !this.model.gone;
     const image = job.spec?.image ? ` · ${job.spec.image}` : '';
-    const ready = job.finished ? '' : ` · ${job.ready}/${job.total} ready`;
+    const ready = job.finished ? '' : ' · ' + trans.__('%1/%2 ready', job.ready, job.total);
     const meta = el(
       'div',
       'jp-DDL-jobmeta',
@@ -107,16 +119,22 @@ export class JobView extends Panel {
     );
     const parts: HTMLElement[] = [title, meta];
     if (job.backoff_limit !== undefined && job.backoff_limit !== null) {
-      const used = `restarts ${job.restarts ?? 0} of ${job.backoff_limit} (backoff limit, every replica together)`;
+      const used = trans.__(
+        'restarts %1 of %2 (backoff limit, every replica together)',
+        job.restarts ?? 0,
+        job.backoff_limit
+      );
       parts.push(el('div', 'jp-DDL-backoff', used));
     }
     if (job.notebook || job.cell_id) {
-      const source = el('div', 'jp-DDL-jobsource', 'from ');
+      const source = el('div', 'jp-DDL-jobsource', trans.__('from') + ' ');
       if (job.notebook && this._commands) {
         const commands = this._commands;
         const link = el('button', 'jp-DDL-link jp-DDL-open-notebook', basename(job.notebook));
-        link.title = `Open ${job.notebook}${job.cell_id ? ' at the cell this job came from' : ''}`;
-        link.setAttribute('aria-label', `Open notebook ${basename(job.notebook)} of job ${job.name}`);
+        link.title = job.cell_id
+          ? trans.__('Open %1 at the cell this job came from', job.notebook)
+          : trans.__('Open %1', job.notebook);
+        link.setAttribute('aria-label', trans.__('Open notebook %1 of job %2', basename(job.notebook), job.name));
         link.onclick = () => void commands.execute(CommandIDs.openNotebook, { name: job.name, backend: job.backend });
         source.appendChild(link);
       } else if (job.notebook) {
@@ -124,7 +142,7 @@ export class JobView extends Panel {
         source.title = job.notebook;
       }
       if (job.cell_id) {
-        source.append(`${job.notebook ? ' · ' : ''}cell ${job.cell_id}`);
+        source.append((job.notebook ? ' · ' : '') + trans.__('cell %1', job.cell_id));
       }
       parts.push(source);
     }
@@ -141,11 +159,14 @@ export class JobView extends Panel {
 
   /** The replica that failed first, the end of its own traceback, then its consequences. */
   private _rootCause(cause: IRootCause, replicas: IReplica[]): HTMLElement {
+    const trans = this._trans;
     const box = el('div', 'jp-DDL-rootcause');
     box.dataset.replica = cause.replica;
     const head = el('div', 'jp-DDL-rootcause-head');
-    head.appendChild(el('b', '', 'Root cause: '));
-    head.appendChild(el('span', '', `${replicaLabel(cause.replica, cause.rank)} failed first — ${cause.summary}`));
+    head.appendChild(el('b', '', trans.__('Root cause:') + ' '));
+    head.appendChild(
+      el('span', '', trans.__('%1 failed first — %2', replicaLabel(cause.replica, cause.rank), cause.summary))
+    );
     head.onclick = () => this._logs.showReplica(cause.replica);
     box.appendChild(head);
     if (cause.tail.length) {
@@ -153,7 +174,7 @@ export class JobView extends Panel {
     }
     for (const c of cause.consequences) {
       const known = replicas.find(r => r.id === c.replica);
-      const line = `then ${replicaLabel(c.replica, c.rank ?? known?.rank)}: ${c.symptom} (a consequence)`;
+      const line = trans.__('then %1: %2 (a consequence)', replicaLabel(c.replica, c.rank ?? known?.rank), c.symptom);
       box.appendChild(el('div', 'jp-DDL-consequence', line));
     }
     return box;
@@ -161,7 +182,16 @@ export class JobView extends Panel {
 
   private _renderTable(replicas: IReplica[]): void {
     const head = el('tr');
-    for (const h of ['replica', 'state', 'restarts', 'exit code', 'resources', 'message']) {
+    const trans = this._trans;
+    const headings = [
+      trans.__('replica'),
+      trans.__('state'),
+      trans.__('restarts'),
+      trans.__('exit code'),
+      trans.__('resources'),
+      trans.__('message')
+    ];
+    for (const h of headings) {
       head.appendChild(el('th', '', h));
     }
     const rows = replicas.map(r => {
@@ -169,7 +199,7 @@ export class JobView extends Panel {
       tr.dataset.replica = r.id;
       const cells = [
         replicaLabel(r.id, r.rank),
-        r.state,
+        stateWord(trans, r.state),
         String(r.restarts),
         r.exit_code ?? '',
         formatResources(r.resources),
@@ -188,13 +218,7 @@ export class JobView extends Panel {
   private _header = el('div');
   private _table = el('table');
   private _shownRoot: string | null = null;
-  private _cancel = new ToolbarButton({
-    icon: stopIcon,
-    label: 'Cancel',
-    className: 'jp-DDL-cancel',
-    tooltip: 'Cancel the job: stop every replica',
-    onClick: () => void this._onCancel()
-  });
-  private _chart = new MetricsChart();
+  private _cancel: ToolbarButton;
+  private _chart: MetricsChart;
   private _logs: JobLogs;
 }

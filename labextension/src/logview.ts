@@ -10,6 +10,7 @@
 import { Panel, Widget } from '@lumino/widgets';
 
 import { el } from './dom';
+import { english, ITrans, stateWord } from './pure/i18n';
 import { inTimeOrder } from './pure/logs';
 import { followLogs } from './request';
 import { ILogLine } from './tokens';
@@ -27,7 +28,10 @@ let uid = 0;
  * A hidden pane cannot scroll, so the follow state is kept and applied when shown.
  */
 class LogPane extends Widget {
-  constructor(readonly replica: string) {
+  constructor(
+    readonly replica: string,
+    trans: ITrans = english
+  ) {
     super();
     this.addClass('jp-DDL-log');
     this.id = `jp-DDL-log-${++uid}`;
@@ -38,7 +42,7 @@ class LogPane extends Widget {
     this.node.tabIndex = 0; // a scrolling region is read by keyboard too
     this.node.appendChild(this._pre);
     this._jump.className = 'jp-DDL-jump jp-mod-styled';
-    this._jump.textContent = 'Jump to latest ↓';
+    this._jump.textContent = trans.__('Jump to latest ↓');
     this._jump.hidden = true;
     this._jump.onclick = () => {
       this._setFollowing(true);
@@ -112,13 +116,16 @@ class LogPane extends Widget {
 }
 
 export class JobLogs extends Panel {
-  constructor(readonly job: string) {
+  constructor(
+    readonly job: string,
+    private readonly _trans: ITrans = english
+  ) {
     super();
     this.addClass('jp-DDL-logs');
     const tabs = new Widget({ node: this._tabs });
     tabs.addClass('jp-DDL-logtabs');
     this._tabs.setAttribute('role', 'tablist');
-    this._tabs.setAttribute('aria-label', 'Logs');
+    this._tabs.setAttribute('aria-label', _trans.__('Logs'));
     this._tabs.addEventListener('keydown', this._onKey);
     this.addWidget(tabs);
     this.addWidget(this._panes);
@@ -160,7 +167,7 @@ export class JobLogs extends Panel {
   private _ensure(id: string): LogPane {
     let pane = this._pane.get(id);
     if (!pane) {
-      pane = new LogPane(id);
+      pane = new LogPane(id, this._trans);
       this._pane.set(id, pane);
       this._panes.addWidget(pane);
     }
@@ -173,7 +180,7 @@ export class JobLogs extends Panel {
   }
 
   private _tab(id: string): HTMLButtonElement {
-    const tab = el('button', 'jp-DDL-logtab', id === ALL ? 'all replicas' : id);
+    const tab = el('button', 'jp-DDL-logtab', id === ALL ? this._trans.__('all replicas') : id);
     tab.dataset.replica = id;
     tab.setAttribute('role', 'tab');
     const pane = this._pane.get(id)!;
@@ -208,7 +215,7 @@ export class JobLogs extends Panel {
   private async _follow(): Promise<void> {
     let attempt = 0;
     while (!this._ended && !this._abort.signal.aborted) {
-      this._footer.textContent = 'following…';
+      this._footer.textContent = this._trans.__('following…');
       const before = this._received;
       await followLogs(
         this.job,
@@ -218,7 +225,9 @@ export class JobLogs extends Panel {
           onLines: lines => this._receive(lines),
           onEnd: final => {
             this._ended = true;
-            this._footer.textContent = final ? `job ${final.state.toLowerCase()}` : 'ended';
+            this._footer.textContent = final
+              ? this._trans.__('job %1', stateWord(this._trans, final.state).toLowerCase())
+              : this._trans.__('ended');
           },
           onError: message => {
             this._footer.textContent = message;

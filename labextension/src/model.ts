@@ -13,6 +13,7 @@ import { IPoll, Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { IFailure, outageLine } from './pure/actions';
+import { english, ITrans } from './pure/i18n';
 import { elapsedNow, frequency, jobKey as key, sortJobs } from './pure/jobs';
 import { failureOf, ISSEvent, readEvents, requestAPI } from './request';
 import { IJobList, IJobSummary, IUnavailable } from './tokens';
@@ -24,7 +25,10 @@ const RECONNECT_S = [1, 2, 5, 10, 30];
 
 /** The job list of every backend, for the sidebar. */
 export class JobsModel implements IDisposable {
-  constructor(intervalSeconds: number) {
+  constructor(
+    intervalSeconds: number,
+    private readonly _trans: ITrans = english
+  ) {
     this._interval = intervalSeconds;
     this._poll = new Poll({
       auto: true,
@@ -61,7 +65,7 @@ export class JobsModel implements IDisposable {
       return null;
     }
     const shownAge = this._okAt === null ? null : (performance.now() - this._okAt) / 1000;
-    return outageLine(this._failure, shownAge, this._rows.size > 0);
+    return outageLine(this._failure, shownAge, this._rows.size > 0, this._trans);
   }
 
   /** The list changed (any row, or the error). */

@@ -19,6 +19,7 @@ import { el } from './dom';
 import { JobsModel } from './model';
 import { actionAllowed, JobAction } from './pure/actions';
 import { basename, formatElapsed, stateIcon } from './pure/format';
+import { stateWord } from './pure/i18n';
 import { filterJobs, formatStart, IJobFilter, NO_FILTER, page, shortCellId, SortKey, sortJobs } from './pure/jobs';
 import { CommandIDs, IJobSummary } from './tokens';
 
@@ -32,21 +33,6 @@ function sorts(trans: TranslationBundle): [SortKey, string][] {
   ];
 }
 
-/** A job state in the user's language (the data and CSS keep the English word). */
-export function stateWord(trans: TranslationBundle, state: string): string {
-  const words: Record<string, string> = {
-    Pending: trans.__('Pending'),
-    Starting: trans.__('Starting'),
-    Running: trans.__('Running'),
-    Restarting: trans.__('Restarting'),
-    Succeeded: trans.__('Succeeded'),
-    Failed: trans.__('Failed'),
-    Cancelled: trans.__('Cancelled'),
-    Terminated: trans.__('Terminated'),
-    Unknown: trans.__('Unknown')
-  };
-  return words[state] ?? state;
-}
 
 function option(value: string, label: string): HTMLOptionElement {
   const o = el('option', '', label);
@@ -237,8 +223,10 @@ export class JobsPanel extends SidePanel {
       const source = el('div', 'jp-DDL-jobsource');
       if (job.notebook) {
         const nb = el('button', 'jp-DDL-notebook jp-DDL-link', basename(job.notebook));
-        nb.title = `Open ${job.notebook}${job.cell_id ? ' at the cell this job came from' : ''}`;
-        nb.setAttribute('aria-label', `Open notebook ${basename(job.notebook)} of job ${job.name}`);
+        nb.title = job.cell_id
+          ? trans.__('Open %1 at the cell this job came from', job.notebook)
+          : trans.__('Open %1', job.notebook);
+        nb.setAttribute('aria-label', trans.__('Open notebook %1 of job %2', basename(job.notebook), job.name));
         nb.onclick = event => {
           event.stopPropagation();
           void this._commands.execute(CommandIDs.openNotebook, { name: job.name, backend: job.backend });
@@ -271,14 +259,31 @@ export class JobsPanel extends SidePanel {
 
   /** The row's Cancel and Delete: buttons in the tab order, disabled with the reason. */
   private _actions(job: IJobSummary): HTMLElement {
+    const trans = this._t;
     const bar = el('div', 'jp-DDL-rowactions');
     const pending = this._pending.has(`${job.backend}/${job.name}`);
-    const button = (action: JobAction, label: string, command: string) => {
-      const b = el('button', `jp-DDL-row-${action} jp-mod-styled`, label);
-      const allowed = actionAllowed(action, job);
+    // each action's words whole, so that a translator sees the sentence
+    const words = {
+      cancel: {
+        label: trans.__('Cancel'),
+        pending: trans.__('Cancel of %1 is under way', job.name),
+        ask: trans.__('Cancel %1…', job.name),
+        aria: trans.__('Cancel job %1', job.name)
+      },
+      delete: {
+        label: trans.__('Delete'),
+        pending: trans.__('Delete of %1 is under way', job.name),
+        ask: trans.__('Delete %1…', job.name),
+        aria: trans.__('Delete job %1', job.name)
+      }
+    };
+    const button = (action: JobAction, command: string) => {
+      const said = words[action];
+      const b = el('button', `jp-DDL-row-${action} jp-mod-styled`, said.label);
+      const allowed = actionAllowed(action, job, trans);
       b.disabled = pending || !allowed.ok;
-      b.title = pending ? `${label} of ${job.name} is under way` : allowed.ok ? `${label} ${job.name}…` : allowed.why;
-      b.setAttribute('aria-label', `${label} job ${job.name}`);
+      b.title = pending ? said.pending : allowed.ok ? said.ask : allowed.why;
+      b.setAttribute('aria-label', said.aria);
       b.onclick = event => {
         event.stopPropagation();
         const key = `${job.backend}/${job.name}`;
@@ -302,7 +307,7 @@ export class JobsPanel extends SidePanel {
       };
       return b;
     };
-    bar.append(button('cancel', 'Cancel', CommandIDs.cancelJob), button('delete', 'Delete', CommandIDs.deleteJob));
+    bar.append(button('cancel', CommandIDs.cancelJob), button('delete', CommandIDs.deleteJob));
     return bar;
   }
 

@@ -5,6 +5,7 @@
  * sidebar, the job view and the palette commands share these; node unit tests cover them.
  */
 import { IJobSummary } from '../tokens';
+import { english, ITrans } from './i18n';
 
 export type JobAction = 'cancel' | 'delete';
 
@@ -18,12 +19,17 @@ type ActionJob = Pick<IJobSummary, 'name' | 'backend' | 'state' | 'finished' | '
  * Cancel is for a job that still runs; delete for any job whose state is known (a
  * running one is cancelled first, as the server does).
  */
-export function actionAllowed(action: JobAction, job: ActionJob): { ok: boolean; why: string } {
+export function actionAllowed(
+  action: JobAction,
+  job: ActionJob,
+  trans: ITrans = english
+): { ok: boolean; why: string } {
   if (!KNOWN_STATES.has(job.state)) {
-    return { ok: false, why: `${job.name} is in an unknown state (${job.state || 'none'}): refresh, then try again` };
+    const state = job.state || trans.__('none');
+    return { ok: false, why: trans.__('%1 is in an unknown state (%2): refresh, then try again', job.name, state) };
   }
   if (action === 'cancel' && job.finished) {
-    return { ok: false, why: `${job.name} has ended (${job.state}): nothing to cancel` };
+    return { ok: false, why: trans.__('%1 has ended (%2): nothing to cancel', job.name, job.state) };
   }
   return { ok: true, why: '' };
 }
@@ -36,31 +42,42 @@ export interface IConfirmText {
   reject: string;
 }
 
-function replicas(total: number): string {
-  return total === 1 ? 'its one replica' : total > 1 ? `all ${total} replicas` : 'every replica';
+function replicas(total: number, trans: ITrans): string {
+  return total === 1
+    ? trans.__('its one replica')
+    : total > 1
+      ? trans.__('all %1 replicas', total)
+      : trans.__('every replica');
 }
 
 /** What happens when `action` runs on `job`, said before it runs. */
-export function confirmText(action: JobAction, job: ActionJob): IConfirmText {
+export function confirmText(action: JobAction, job: ActionJob, trans: ITrans = english): IConfirmText {
   if (action === 'cancel') {
     return {
-      title: `Cancel ${job.name}?`,
+      title: trans.__('Cancel %1?', job.name),
       body:
-        `Stops ${replicas(job.total)} of ${job.name} now; unsaved training progress is lost. ` +
-        'Its record, logs and metrics so far are kept. A cancelled job cannot be resumed: run the cell again to start over.',
-      accept: 'Cancel job',
-      reject: 'Keep running'
+        trans.__('Stops %1 of %2 now; unsaved training progress is lost.', replicas(job.total, trans), job.name) +
+        ' ' +
+        trans.__(
+          'Its record, logs and metrics so far are kept. A cancelled job cannot be resumed: run the cell again to start over.'
+        ),
+      accept: trans.__('Cancel job'),
+      reject: trans.__('Keep running')
     };
   }
-  const running = job.finished ? '' : `It is still running: ${replicas(job.total)} are stopped first. `;
+  const running = job.finished
+    ? ''
+    : trans.__('It is still running: %1 are stopped first.', replicas(job.total, trans)) + ' ';
   return {
-    title: `Delete ${job.name}?`,
+    title: trans.__('Delete %1?', job.name),
     body:
       running +
-      `Removes the job's record, logs and metrics from the ${job.backend} backend for good; ` +
-      'the notebook and its cell are not touched. This cannot be undone.',
-    accept: 'Delete job',
-    reject: 'Keep it'
+      trans.__(
+        "Removes the job's record, logs and metrics from the %1 backend for good; the notebook and its cell are not touched. This cannot be undone.",
+        job.backend
+      ),
+    accept: trans.__('Delete job'),
+    reject: trans.__('Keep it')
   };
 }
 
@@ -71,30 +88,33 @@ export interface IFailure {
 }
 
 /** The one line a failed action becomes: a job that went away meanwhile is no error wall. */
-export function actionFailedLine(action: JobAction, name: string, failure: IFailure): string {
-  const verb = action === 'cancel' ? 'cancel' : 'delete';
+export function actionFailedLine(action: JobAction, name: string, failure: IFailure, trans: ITrans = english): string {
   if (failure.status === 404) {
     return action === 'cancel'
-      ? `${name} no longer exists: it was deleted meanwhile, so there is nothing to cancel.`
-      : `${name} no longer exists: it was deleted meanwhile.`;
+      ? trans.__('%1 no longer exists: it was deleted meanwhile, so there is nothing to cancel.', name)
+      : trans.__('%1 no longer exists: it was deleted meanwhile.', name);
   }
   if (failure.status === 0) {
-    return `Could not ${verb} ${name}: the Jupyter server does not answer. Check that it runs, then try again.`;
+    return action === 'cancel'
+      ? trans.__('Could not cancel %1: the Jupyter server does not answer. Check that it runs, then try again.', name)
+      : trans.__('Could not delete %1: the Jupyter server does not answer. Check that it runs, then try again.', name);
   }
   const message = failure.message.split('\n')[0].slice(0, 300);
-  return `Could not ${verb} ${name}: ${message}`;
+  return action === 'cancel'
+    ? trans.__('Could not cancel %1: %2', name, message)
+    : trans.__('Could not delete %1: %2', name, message);
 }
 
 /** `95` → `1 min`, `30` → `30 s`, `7300` → `2 h`: how old what the sidebar shows is. */
-export function age(seconds: number): string {
+export function age(seconds: number, trans: ITrans = english): string {
   const s = Math.max(0, Math.floor(seconds));
   if (s < 60) {
-    return `${s} s`;
+    return trans.__('%1 s', s);
   }
   if (s < 3600) {
-    return `${Math.floor(s / 60)} min`;
+    return trans.__('%1 min', Math.floor(s / 60));
   }
-  return `${Math.floor(s / 3600)} h`;
+  return trans.__('%1 h', Math.floor(s / 3600));
 }
 
 /**
@@ -102,12 +122,19 @@ export function age(seconds: number): string {
  * the rows still shown (they are kept), and the next step. `status` 0 is no answer at
  * all (server down, network); 502-504 a proxy whose server is gone.
  */
-export function outageLine(failure: IFailure, shownAgeS: number | null, hasRows: boolean): string {
+export function outageLine(
+  failure: IFailure,
+  shownAgeS: number | null,
+  hasRows: boolean,
+  trans: ITrans = english
+): string {
   const gone = failure.status === 0 || (failure.status >= 502 && failure.status <= 504);
   const what = gone
-    ? 'The Jupyter server does not answer'
-    : `The job list could not be read (${failure.message.split('\n')[0].slice(0, 200)})`;
-  const kept = hasRows && shownAgeS !== null ? `; the jobs below are from ${age(shownAgeS)} ago` : '';
-  const next = gone ? 'Retrying; check that the server runs, or press Refresh.' : 'Retrying; press Refresh to try now.';
-  return `${what}${kept}. ${next}`;
+    ? trans.__('The Jupyter server does not answer')
+    : trans.__('The job list could not be read (%1)', failure.message.split('\n')[0].slice(0, 200));
+  const kept = hasRows && shownAgeS !== null ? trans.__('; the jobs below are from %1 ago', age(shownAgeS, trans)) : '';
+  const next = gone
+    ? trans.__('Retrying; check that the server runs, or press Refresh.')
+    : trans.__('Retrying; press Refresh to try now.');
+  return trans.__('%1%2. %3', what, kept, next);
 }

@@ -6,6 +6,7 @@
 import type { IPoll } from '@lumino/polling';
 
 import { IJobSummary } from '../tokens';
+import { english, ITrans } from './i18n';
 
 /** How much slower to poll when nothing is running. */
 export const IDLE_FACTOR = 5;
@@ -148,9 +149,15 @@ export function endedSince(
 }
 
 /** The notification's one line: the end state, and for a failure the job's message. */
-export function endedLine(job: IJobSummary): string {
-  const what = { Succeeded: 'succeeded', Failed: 'failed', Cancelled: 'was cancelled' }[job.state as string] ?? 'ended';
+export function endedLine(job: IJobSummary, trans: ITrans = english): string {
   const cause = job.state === 'Failed' && job.message ? `: ${job.message.split('\n')[0]}` : '';
-  const line = `Training job ${job.name} ${what}${cause}`;
+  const line =
+    job.state === 'Succeeded'
+      ? trans.__('Training job %1 succeeded', job.name)
+      : job.state === 'Failed'
+        ? trans.__('Training job %1 failed%2', job.name, cause)
+        : job.state === 'Cancelled'
+          ? trans.__('Training job %1 was cancelled', job.name)
+          : trans.__('Training job %1 ended', job.name);
   return line.length > 200 ? `${line.slice(0, 199)}…` : line;
 }
