@@ -29,6 +29,7 @@ from jupyter_ddl.core.names import is_dns1123_label, is_env_name
 from jupyter_ddl.core.strategies import FRAMEWORKS
 from jupyter_ddl.core.trainer import RELEASES, release_named
 from jupyter_ddl.errors import ResourceError, ValidationError
+from jupyter_ddl.i18n import tr
 
 
 def data_dir() -> Path:
@@ -92,9 +93,10 @@ class Config:
         line naming the key and what it takes) when the key or the value is not valid."""
         rule = _RULES.get(key)
         if rule is None:
-            raise ValidationError(
-                f"config: unknown key {key!r}; known keys: {', '.join(sorted(_RULES))}"
+            said = tr(
+                "unknown key {key!r}; known keys: {known}", key=key, known=", ".join(sorted(_RULES))
             )
+            raise ValidationError(f"config: {said}")
         setattr(self, key, rule.check(key, rule.parse(key, value, getattr(self, key))))
 
     def to_dict(self) -> dict[str, Any]:
@@ -362,5 +364,5 @@ def save_config(cfg: Config) -> None:
         if not diskfull.is_full(e):
             raise
         raise ResourceError(
-            diskfull.message(path), hint="free space there; the settings were not saved"
+            diskfull.message(path), hint=tr("free space there; the settings were not saved")
         ) from None

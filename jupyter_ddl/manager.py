@@ -27,6 +27,7 @@ from jupyter_ddl.errors import (
     RegistryError,
     SubmitAborted,
 )
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.models import CodeBundle, JobEvent, JobHandle, JobSpec, JobStatus, LogLine
 from jupyter_ddl.validation import validate
 
@@ -206,8 +207,11 @@ class JobManager:
         plan = self._image_plan(spec, bundle)
         if plan.repository is None:
             raise RegistryError(
-                "no image registry is configured, so the code cannot travel as an image",
-                hint="run `%ddl config registry=<host>/<namespace>`, or leave it unset to ship a ConfigMap",
+                tr("no image registry is configured, so the code cannot travel as an image"),
+                hint=tr(
+                    "run `%ddl config registry=<host>/<namespace>`, "
+                    "or leave it unset to ship a ConfigMap"
+                ),
             )
         return build_and_push(
             bundle, base=plan.base, target_repo=plan.repository, config=self.config,
@@ -251,9 +255,13 @@ class JobManager:
                 asked.append(b.name)
             except Exception as e:  # noqa: BLE001 - one backend failing must not hide the others
                 skipped.append(self._mark_down(b.name, e))
-        where = f" in {', '.join(asked)}" if asked else ""
         also = "".join(f"; {u.message}" for u in skipped)
-        raise JobNotFound(f"no job named {name!r}{where}{also}", hint="`%ddl list` shows the jobs")
+        said = (
+            tr("no job named {name!r} in {backends}", name=name, backends=", ".join(asked))
+            if asked
+            else tr("no job named {name!r}", name=name)
+        )
+        raise JobNotFound(said + also, hint=tr("`%ddl list` shows the jobs"))
 
     def get(self, name: str, backend: str | None = None) -> JobStatus:
         """The status of the job ``name`` on whichever backend holds it."""
@@ -373,9 +381,15 @@ def _interrupted(backend: Backend, name: str, began: float) -> SubmitAborted:
     # apart, as a cluster's may be, still counts as this one)
     if status is not None and (status.created is None or status.created >= began - 60):
         return SubmitAborted(
-            f"{name} was submitted before the interrupt and runs; `%ddl cancel {name}` stops it"
+            tr(
+                "{name} was submitted before the interrupt and runs; `%ddl cancel {name}` stops it",
+                name=name,
+            )
         )
     return SubmitAborted(
-        f"{name} was not submitted: the submit was interrupted before it began; "
-        "the cell can run again"
+        tr(
+            "{name} was not submitted: the submit was interrupted before it began; "
+            "the cell can run again",
+            name=name,
+        )
     )

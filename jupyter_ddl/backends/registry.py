@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from jupyter_ddl.backends.names import GROUP, registered
 from jupyter_ddl.backends.names import backend_names as backend_names
 from jupyter_ddl.errors import BackendUnavailable, UnknownBackend
+from jupyter_ddl.i18n import tr
 
 if TYPE_CHECKING:
     from jupyter_ddl.backends.base import Backend
@@ -22,20 +23,26 @@ def backend_class(name: str) -> type[Backend]:
     target = known.get(name)
     if target is None and not known:
         raise BackendUnavailable(
-            f"backend: no backend is registered (the {GROUP} entry points are missing)",
-            hint="install jupyter-ddl (pip install -e . in a source checkout)",
+            "backend: "
+            + tr("no backend is registered (the {group} entry points are missing)", group=GROUP),
+            hint=tr("install jupyter-ddl (pip install -e . in a source checkout)"),
         )
     if target is None:
         shown = repr(name) if len(name) <= 40 else f"{name[:40]!r}... ({len(name)} characters)"
-        raise UnknownBackend(
-            f"backend: unknown backend {shown}; choose one of: {', '.join(backend_names())}"
-        )
+        said = tr(
+            "unknown backend {name}; choose one of: {known}",
+            name=shown, known=", ".join(backend_names()),
+        )  # fmt: skip
+        raise UnknownBackend(f"backend: {said}")
     module, _, attr = target.partition(":")
     try:
         cls: type[Backend] = getattr(importlib.import_module(module), attr)
     except ImportError as e:
         raise BackendUnavailable(
-            f"{name}: the backend cannot be loaded ({e})",
-            hint=f"reinstall the package that provides it ({module.split('.')[0]})",
+            tr("{name}: the backend cannot be loaded ({error})", name=name, error=e),
+            hint=tr(
+                "reinstall the package that provides it ({package})",
+                package=module.split(".")[0],
+            ),
         ) from None
     return cls

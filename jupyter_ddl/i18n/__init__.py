@@ -5,7 +5,8 @@ current language; ``N_("...")`` only marks one (a constant translated where it i
 shown). The catalogs are gettext ``.po`` files (``catalog.py``); a message a catalog
 lacks is shown in English.
 
-The language, first that is set: ``%ddl lang CODE`` (this kernel only), the config's
+The language, first that is set: a REST request's ``Accept-Language`` (``asking``,
+that request only), ``%ddl lang CODE`` (this kernel only), the config's
 ``language`` key, then the kernel's locale (``LANGUAGE``, ``LC_ALL``,
 ``LC_MESSAGES``, ``LANG``, as gettext reads them); else English. Terms follow the
 workshop's glossary (notebooks/i18n/glossary.yaml), so a learner reads the same word
@@ -15,6 +16,9 @@ in the notebook, the slides and the product's output.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import cache
 from typing import Any
 
@@ -30,6 +34,9 @@ _ALIASES = {
 
 _chosen: str | None = None  # %ddl lang
 _configured: str | None = None  # the config's `language`
+#: a REST request's language: a context variable, so that concurrent requests (and the
+#: executor threads their calls run on, given a copy of the context) each keep theirs
+_asked: ContextVar[str | None] = ContextVar("jupyter_ddl_language", default=None)
 
 
 def normalize(value: str) -> str | None:
@@ -80,9 +87,45 @@ def configure(code: str | None) -> None:
     _configured = code
 
 
+def from_accept_language(header: str | None) -> str | None:
+    """The shipped language an HTTP ``Accept-Language`` prefers most (``ko-KR,ko;q=0.9``
+    → ``ko``), English for ``en``; None when it names none of them (or is absent)."""
+    ranked: list[tuple[float, int, str]] = []
+    for i, item in enumerate((header or "").split(",")[:20]):  # a header is bounded here
+        tag, _, params = item.strip().partition(";")
+        q = 1.0
+        if params.strip().startswith("q="):
+            try:
+                q = float(params.strip()[2:])
+            except ValueError:
+                continue
+        if tag and tag != "*" and 0 < q <= 1:
+            ranked.append((-q, i, tag))
+    for _, _, tag in sorted(ranked):
+        found = normalize(tag)
+        if found is not None:
+            return found
+    return None
+
+
+@contextmanager
+def asking(code: str | None) -> Iterator[None]:
+    """Messages made inside are in ``code`` (None: as set otherwise), in this context only."""
+    token = _asked.set(code)
+    try:
+        yield
+    finally:
+        _asked.reset(token)
+
+
+def ask(code: str | None) -> None:
+    """``asking`` for the rest of the current context (a request handler's task)."""
+    _asked.set(code)
+
+
 def language() -> str:
     """The language messages are shown in now."""
-    return _chosen or _configured or from_environment()
+    return _asked.get() or _chosen or _configured or from_environment()
 
 
 @cache

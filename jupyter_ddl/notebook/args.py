@@ -40,9 +40,8 @@ def parse_line(line: str) -> DistributeArgs:
     try:
         words = shlex.split(line)
     except ValueError as e:
-        raise ValidationError(
-            f"%%distribute: cannot split the flags ({e}); check the quotes"
-        ) from None
+        said = tr("cannot split the flags ({error}); check the quotes", error=e)
+        raise ValidationError(f"%%distribute: {said}") from None
     args = DistributeArgs(**vars(build_parser(REPLICAS_HELP).parse_words(words)))
     _check_timeout(args)
     return args
@@ -104,10 +103,8 @@ def role_counts(strategy: Strategy, args: DistributeArgs) -> dict[str, int]:
     counts = fill_counts(strategy.name, given, None)
     # before the fill arithmetic and every per-replica step after it
     if args.replicas is not None and args.replicas > MAX_REPLICAS:
-        raise ValidationError(
-            f"--replicas {short_count(args.replicas)}: above the limit of {MAX_REPLICAS}; "
-            "give fewer"
-        )
+        said = tr("above the limit of {limit}; give fewer", limit=MAX_REPLICAS)
+        raise ValidationError(f"--replicas {short_count(args.replicas)}: {said}")
     huge = too_many(counts)
     if huge:
         raise ValidationError(huge)
@@ -132,16 +129,21 @@ def _fill(strategy: Strategy, counts: dict[str, int], total: int, given: int | N
             if fixed
             else f"{fill.describe()} {fill.role}"
         )
-        raise ValidationError(
-            f"--replicas {total}: {strategy.name} trains on {shape}; choose --replicas {lo}{span}"
-        )
+        said = tr(
+            "{strategy} trains on {shape}; choose --replicas {choice}",
+            strategy=strategy.name, shape=shape, choice=f"{lo}{span}",
+        )  # fmt: skip
+        raise ValidationError(f"--replicas {total}: {said}")
     if given is not None and given != n:
         flag = _role_flag(fill.role) if fill.role in role_flags() else fill.role
         made = " + ".join(f"{r} {k}" for r, k in {**others, fill.role: n}.items() if k)
         raise ValidationError(
-            f"--replicas {total} and {flag} {given} disagree: for {strategy.name} --replicas "
-            f"{total} means {made}; give only one of them"
-        )
+            tr(
+                "--replicas {total} and {flag} {given} disagree: for {strategy} --replicas "
+                "{total} means {made}; give only one of them",
+                total=total, flag=flag, given=given, strategy=strategy.name, made=made,
+            )
+        )  # fmt: skip
     return n
 
 
@@ -150,11 +152,11 @@ def _env(items: list[str]) -> dict[str, str]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not _ENV_NAME.match(key):
-            raise ValidationError(
-                f"--env {item!r}: write it as NAME=value with NAME a valid variable name"
-            )
+            said = tr("write it as NAME=value with NAME a valid variable name")
+            raise ValidationError(f"--env {item!r}: {said}")
         if key in out and out[key] != value:
-            raise ValidationError(f"--env {key} is given twice with different values; give it once")
+            said = tr("is given twice with different values; give it once")
+            raise ValidationError(f"--env {key} {said}")
         out[key] = value
     return out
 
@@ -162,9 +164,10 @@ def _env(items: list[str]) -> dict[str, str]:
 def _secret_names(items: list[str]) -> list[str]:
     for k in items:
         if not _ENV_NAME.match(k):
-            raise ValidationError(
-                f"--secret-env {k!r}: give the variable's NAME only (its value is read from the kernel's environment)"
+            said = tr(
+                "give the variable's NAME only (its value is read from the kernel's environment)"
             )
+            raise ValidationError(f"--secret-env {k!r}: {said}")
     return list(dict.fromkeys(items))
 
 

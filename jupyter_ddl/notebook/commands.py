@@ -36,10 +36,13 @@ COMMANDS = (
 
 
 def usage() -> str:
+    """``%ddl help``: the commands (code, the same in every language), then what NAME is."""
     return (
         "%ddl list | status [NAME] | attach [NAME] | logs [NAME] [--replica R] [--tail N] | "
         "cancel [NAME] | delete [NAME] | wait [NAME] [--timeout S] | strategies | "
-        "config [key=value ...] | lang [en|ko|ja|zh-Hans|zh-Hant|auto]  (NAME defaults to the job this kernel started last)"
+        "config [key=value ...] | lang [en|ko|ja|zh-Hans|zh-Hant|auto]  ("
+        + tr("NAME defaults to the job this kernel started last")
+        + ")"
     )
 
 
@@ -47,7 +50,8 @@ def run_command(session: Session, line: str) -> Any:
     try:
         words = shlex.split(line)
     except ValueError as e:
-        raise ValidationError(f"%ddl: cannot split {line!r} ({e}); check the quotes") from None
+        said = tr("cannot split {line!r} ({error}); check the quotes", line=line, error=e)
+        raise ValidationError(f"%ddl: {said}") from None
     if not words or words[0] in ("help", "-h", "--help"):
         print(usage())
         return None
@@ -80,10 +84,13 @@ def _named(
     for flag, _ in extra:
         value = getattr(args, flag.lstrip("-"), None)
         if isinstance(value, (int, float)) and not 0 < value <= MAX_FLAG_NUMBER:  # also NaN
-            shown = f"{value:g}" if abs(value) < 10**15 else f"a {len(str(value))}-digit number"
-            raise ValidationError(
-                f"%ddl {command}: {flag} {shown}: give a number above 0, at most {MAX_FLAG_NUMBER}"
+            shown = (
+                f"{value:g}"
+                if abs(value) < 10**15
+                else tr("a {digits}-digit number", digits=len(str(value)))
             )
+            said = tr("give a number above 0, at most {most}", most=MAX_FLAG_NUMBER)
+            raise ValidationError(f"%ddl {command}: {flag} {shown}: {said}")
     if args.name is None:
         if session.last_job is None:
             said = tr("no job started in this kernel yet; give its NAME (`%ddl list`)")
@@ -229,9 +236,8 @@ def _config(session: Session, rest: list[str]) -> None:
     for item in rest:
         key, sep, value = item.partition("=")
         if not sep:
-            raise ValidationError(
-                f"%ddl config: {item!r} is not key=value; write e.g. log_tail=500"
-            )
+            said = tr("{item!r} is not key=value; write e.g. log_tail=500", item=item)
+            raise ValidationError(f"%ddl config: {said}")
         trial.set(key, value)  # one line naming the key and what it takes
     if rest:
         for f in dataclasses.fields(cfg):

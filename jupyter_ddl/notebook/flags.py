@@ -48,62 +48,74 @@ def flag(default: Any = None, **meta: Any) -> Any:
 class DistributeArgs:
     """The parsed flags; ``magic_args.spec_from_args`` turns them into a JobSpec."""
 
-    help: bool = flag(False, short="-h", help="show this help")
+    help: bool = flag(False, short="-h", help=N_("show this help"))
     strategy: str | None = flag(
-        short="-s", help="strategy name (`%%ddl strategies` lists them)", widget="choice"
+        short="-s", help=N_("strategy name (`%%ddl strategies` lists them)"), widget="choice"
     )
     replicas: int | None = flag(
-        short="-n", help="training replicas in total (see below)", widget="int"
+        short="-n", help=N_("training replicas in total (see below)"), widget="int"
     )
     workers: int | None = flag(
-        help="Worker replicas (0 allowed for torch DDP: Master alone)", widget="role", role="Worker"
+        help=N_("Worker replicas (0 allowed for torch DDP: Master alone)"),
+        widget="role",
+        role="Worker",
     )
-    ps: int | None = flag(help="parameter servers (tf-parameter-server)", widget="role", role="PS")
-    chief: int | None = flag(help="Chief replicas (0 or 1)", widget="role", role="Chief")
+    ps: int | None = flag(
+        help=N_("parameter servers (tf-parameter-server)"), widget="role", role="PS"
+    )
+    chief: int | None = flag(help=N_("Chief replicas (0 or 1)"), widget="role", role="Chief")
     evaluator: int | None = flag(
-        help="Evaluator replicas (0 or 1)", widget="role", role="Evaluator"
+        help=N_("Evaluator replicas (0 or 1)"), widget="role", role="Evaluator"
     )
-    gpus: int = flag(0, help="GPUs per replica (1 replica x 1 GPU = 1 GPU)", widget="int")
-    tpus: int = flag(0, help="TPU chips per replica (tf-tpu)")
-    cpu: str | None = flag(help="CPU per replica, a Kubernetes quantity (2, 500m)", widget="text")
-    memory: str | None = flag(help="memory per replica, a Kubernetes quantity (4Gi)", widget="text")
+    gpus: int = flag(0, help=N_("GPUs per replica (1 replica x 1 GPU = 1 GPU)"), widget="int")
+    tpus: int = flag(0, help=N_("TPU chips per replica (tf-tpu)"))
+    cpu: str | None = flag(
+        help=N_("CPU per replica, a Kubernetes quantity (2, 500m)"), widget="text"
+    )
+    memory: str | None = flag(
+        help=N_("memory per replica, a Kubernetes quantity (4Gi)"), widget="text"
+    )
     image: str | None = flag(
-        help="container image (Kubernetes)", widget="text", kube_only=True, spec=True
+        help=N_("container image (Kubernetes)"), widget="text", kube_only=True, spec=True
     )
     backend: str | None = flag(
-        short="-b", help="local or kubernetes (default: the configured one)", widget="choice"
+        short="-b", help=N_("local or kubernetes (default: the configured one)"), widget="choice"
     )
-    namespace: str | None = flag(help="Kubernetes namespace", spec=True)
-    name: str | None = flag(help="job name (default: generated from the notebook)", widget="text")
-    env: list[str] = flag([], metavar="K=V", help="environment variable")
+    namespace: str | None = flag(help=N_("Kubernetes namespace"), spec=True)
+    name: str | None = flag(
+        help=N_("job name (default: generated from the notebook)"), widget="text"
+    )
+    env: list[str] = flag([], metavar="K=V", help=N_("environment variable"))
     secret_env: list[str] = flag(
-        [], metavar="K", help="pass K from the kernel's environment, value never stored"
+        [], metavar="K", help=N_("pass K from the kernel's environment, value never stored")
     )
     requirements: list[str] = flag(
-        [], short="-r", help="pip requirements: a file or comma-separated names"
+        [], short="-r", help=N_("pip requirements: a file or comma-separated names")
     )
     gang: str | None = flag(
-        choices=("volcano", "scheduler-plugins"), bare="volcano", help="gang scheduling",
+        choices=("volcano", "scheduler-plugins"), bare="volcano", help=N_("gang scheduling"),
         widget="check", kube_only=True,
     )  # fmt: skip
-    queue: str | None = flag(help="scheduler queue (implies --gang)", widget="text", kube_only=True)
-    priority: str | None = flag(help="priority class (implies --gang)")
-    restart_policy: str | None = flag(help="Never, OnFailure, ExitCode or Always")
-    backoff_limit: int | None = flag(help="restarts before the job fails", spec=True)
+    queue: str | None = flag(
+        help=N_("scheduler queue (implies --gang)"), widget="text", kube_only=True
+    )
+    priority: str | None = flag(help=N_("priority class (implies --gang)"))
+    restart_policy: str | None = flag(help=N_("Never, OnFailure, ExitCode or Always"))
+    backoff_limit: int | None = flag(help=N_("restarts before the job fails"), spec=True)
     nproc_per_node: int | None = flag(
-        help="torch processes per replica, under torchrun (default: its GPU count, at least 1)",
+        help=N_("torch processes per replica, under torchrun (default: its GPU count, at least 1)"),
         spec=True,
     )
     dist_backend: str | None = flag(
-        choices=("gloo", "nccl", "mpi"), help="torch process group backend", spec=True
+        choices=("gloo", "nccl", "mpi"), help=N_("torch process group backend"), spec=True
     )
     target: str | None = flag(
-        choices=("trainjob",), help="submit torch strategies as a Trainer v2 TrainJob"
+        choices=("trainjob",), help=N_("submit torch strategies as a Trainer v2 TrainJob")
     )
-    dry_run: bool = flag(False, help="print the captured script and the YAML; start nothing")
-    wait: bool = flag(False, help="block until the job ends")
-    build_only: bool = flag(False, help="build and push the image only (Kubernetes)")
-    timeout: float | None = flag(help="with --wait: stop waiting after this many seconds")
+    dry_run: bool = flag(False, help=N_("print the captured script and the YAML; start nothing"))
+    wait: bool = flag(False, help=N_("block until the job ends"))
+    build_only: bool = flag(False, help=N_("build and push the image only (Kubernetes)"))
+    timeout: float | None = flag(help=N_("with --wait: stop waiting after this many seconds"))
 
 
 @dataclass(frozen=True)
@@ -227,12 +239,12 @@ def build_parser(epilog: str = "") -> RaisingParser:
     p = RaisingParser(
         prog="%%distribute",
         hint=N_("`%%distribute --help` lists the flags"),
-        description="Run this cell as a distributed training job.",
+        description=tr("Run this cell as a distributed training job."),
         epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     for d in declared():
-        kw: dict[str, Any] = {"help": d.meta.help, "dest": d.dest}
+        kw: dict[str, Any] = {"help": tr(d.meta.help), "dest": d.dest}
         if d.type is bool:
             kw["action"] = "store_true"
         elif d.repeatable:

@@ -25,6 +25,7 @@ from jupyter_ddl.errors import (
     ShownError,
     ValidationError,
 )
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.manager import JobManager, default_manager
 from jupyter_ddl.notebook.args import (
     help_text,
@@ -32,7 +33,8 @@ from jupyter_ddl.notebook.args import (
     secret_looking,
     spec_from_args,
 )
-from jupyter_ddl.notebook.capture.cell import Captured, capture_cell, history_of, read_requirements
+from jupyter_ddl.notebook.capture.cell import Captured, capture_cell, history_of
+from jupyter_ddl.notebook.capture.requirements import read_requirements
 from jupyter_ddl.notebook.commands import run_command
 from jupyter_ddl.notebook.flags import DistributeArgs
 from jupyter_ddl.notebook.session import Session
@@ -94,7 +96,7 @@ class DDLMagics(Magics):
             self._show_form(captured, args)
         else:
             raise ValidationError(
-                "--strategy is missing; add --strategy NAME (`%ddl strategies` lists them)"
+                tr("--strategy is missing; add --strategy NAME (`%ddl strategies` lists them)")
             )
 
     def _show_form(self, captured: Captured, args: DistributeArgs) -> None:
@@ -162,12 +164,13 @@ class DDLMagics(Magics):
         spec = spec_from_args(args, name=name, backend=backend, notebook=notebook)
         spec = replace(spec, cell_id=cell_id)
         for key in secret_looking(list(spec.env)):
-            print(
-                f"jupyter-ddl warning: --env {key} looks like a secret: its value is stored "
-                f"in the job's spec and shown by --dry-run; `--secret-env {key}` passes it "
-                "from the kernel's environment without storing it",
-                file=sys.stderr,
+            said = tr(
+                "--env {key} looks like a secret: its value is stored in the job's spec and "
+                "shown by --dry-run; `--secret-env {key}` passes it from the kernel's "
+                "environment without storing it",
+                key=key,
             )
+            print(f"jupyter-ddl {tr('warning')}: {said}", file=sys.stderr)
         extra = [r for value in args.requirements for r in read_requirements(value)]
         bundle = build_bundle(
             captured.code,
@@ -202,10 +205,11 @@ class DDLMagics(Magics):
             return None
         missing = [k for k in spec.secret_env if k not in os.environ]
         if missing:
-            raise ValidationError(
-                f"--secret-env {', '.join(missing)}: not set in the kernel's environment; "
-                "set it (os.environ[...] or before starting Jupyter) and run the cell again"
+            said = tr(
+                "not set in the kernel's environment; set it (os.environ[...] or before "
+                "starting Jupyter) and run the cell again"
             )
+            raise ValidationError(f"--secret-env {', '.join(missing)}: {said}")
         handle = self.manager.submit(spec, bundle)
         self.session.last_job = handle.name
         # The job's name for later cells (`%ddl logs $_ddl_job`, `manager.get(_ddl_job)`).
@@ -220,7 +224,7 @@ class DDLMagics(Magics):
             yaml_text = self.manager.dry_run(spec, bundle)
         except ImportError as e:
             raise BackendUnavailable(
-                f"dry run is not available in this install ({e.name} is missing)"
+                tr("dry run is not available in this install ({module} is missing)", module=e.name)
             ) from None
         defs = len(captured.definitions)
         out = [
@@ -236,8 +240,11 @@ class DDLMagics(Magics):
         build = getattr(self.manager, "build_image", None)
         if build is None:
             raise BackendUnavailable(
-                "--build-only: image building is not available in this install; "
-                "drop --build-only or install jupyter-ddl with the image builder"
+                "--build-only: "
+                + tr(
+                    "image building is not available in this install; drop --build-only or "
+                    "install jupyter-ddl with the image builder"
+                )
             )
 
         built = build(spec, bundle, progress=BuildProgress(widgets=widgets_available(self.shell)))
@@ -265,10 +272,12 @@ def _saveable(text: str, what: str) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError as e:
         line = text.count("\n", 0, e.start) + 1
-        raise CaptureError(
-            f"{what}: line {line} holds {text[e.start]!r}, half of a character pair that "
-            "cannot be saved as text; delete it (retype that part) and run the cell again"
-        ) from None
+        said = tr(
+            "line {line} holds {char!r}, half of a character pair that cannot be saved as "
+            "text; delete it (retype that part) and run the cell again",
+            line=line, char=text[e.start],
+        )  # fmt: skip
+        raise CaptureError(f"{what}: {said}") from None
 
 
 def load(ipython: Any, manager: JobManager | None = None) -> DDLMagics:

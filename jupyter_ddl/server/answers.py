@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from jupyter_ddl.core.failures import diagnose, outcomes
 from jupyter_ddl.core.metrics import parse_metric_line
 from jupyter_ddl.errors import ValidationError
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.models import Capabilities, JobSpec, JobState, JobStatus, LogLine
 from jupyter_ddl.present.clip import MAX_MESSAGE, clip
 
@@ -35,7 +36,10 @@ def parse_states(raw: str | None) -> set[JobState] | None:
             continue
         if part.lower() not in by_name:
             valid = ", ".join(s.value for s in JobState)
-            raise ValidationError(f"state: unknown job state {_shown(part)}; use one of: {valid}")
+            said = tr(
+                "unknown job state {state}; use one of: {valid}", state=_shown(part), valid=valid
+            )
+            raise ValidationError(f"state: {said}")
         out.add(by_name[part.lower()])
     return out or None
 
@@ -53,9 +57,11 @@ def parse_int(raw: str | None, name: str, *, default: int | None, minimum: int =
     ok = raw.isascii() and raw.isdigit() and len(raw) <= 12  # no sign, no decimals
     value = int(raw) if ok else None
     if value is None or not minimum <= value <= MAX_QUERY_INT:
-        raise ValidationError(
-            f"{name}: expected an integer from {minimum} to {MAX_QUERY_INT}, got {_shown(raw)}"
-        )
+        said = tr(
+            "expected an integer from {minimum} to {maximum}, got {raw}",
+            minimum=minimum, maximum=MAX_QUERY_INT, raw=_shown(raw),
+        )  # fmt: skip
+        raise ValidationError(f"{name}: {said}")
     return value
 
 

@@ -9,6 +9,7 @@ run on the executor so a slow backend (a cluster far away) never stalls the serv
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import threading
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
+from jupyter_ddl import i18n
 from jupyter_ddl._util import jsonsafe
 from jupyter_ddl.errors import DDLError
 from jupyter_ddl.manager import JobManager
@@ -49,10 +51,20 @@ class DDLHandler(APIHandler):
         manager: JobManager = self.settings["ddl_manager"]
         return manager
 
+    async def prepare(self) -> None:  # type: ignore[override]  # as APIHandler.prepare
+        # the answer's messages in the language the client asks for (the lab sends
+        # JupyterLab's); a client that names none gets the config's or the locale's.
+        # A context variable, as jupyter_server's own CallContext: the handler's task
+        # keeps it through the method that follows
+        i18n.ask(i18n.from_accept_language(self.request.headers.get("Accept-Language")))
+        await super().prepare()
+
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run a blocking job-API call off the event loop."""
+        """Run a blocking job-API call off the event loop (in this request's context, so
+        its messages keep the request's language)."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, lambda: fn(*args, **kwargs))
+        context = contextvars.copy_context()
+        return await loop.run_in_executor(None, lambda: context.run(fn, *args, **kwargs))
 
     def arg(self, name: str) -> str | None:
         value = self.get_query_argument(name, None)

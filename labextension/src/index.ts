@@ -20,6 +20,7 @@ import { JobModel } from './jobmodel';
 import { JobView } from './jobview';
 import { JobsModel } from './model';
 import { activeCount, endedLine, endedSince } from './pure/jobs';
+import { setLanguage } from './request';
 import { JobsPanel } from './sidebar';
 import { RunningItem } from './statusitem';
 import { CommandIDs, DEFAULT_SETTINGS, ISettings, PLUGIN_ID } from './tokens';
@@ -51,6 +52,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     // the language JupyterLab is set to (Settings > Language), with this package's
     // catalogs from jupyter_ddl/i18n/lab (the `jupyterlab.locale` entry point)
     const trans = (translator ?? nullTranslator).load('jupyter_ddl');
+    setLanguage(translator?.languageCode ?? '');
     const settings: ISettings = { ...DEFAULT_SETTINGS };
     const jobs = new JobsModel(settings.refreshInterval, trans);
     const tracker = new WidgetTracker<MainAreaWidget<JobView>>({ namespace: 'jupyter-ddl' });

@@ -30,6 +30,30 @@ export function failureOf(error: unknown): IFailure {
   return { status: 0, message: error instanceof Error ? error.message : String(error) };
 }
 
+/**
+ * The language JupyterLab is set to (its translator's code, e.g. `ko-KR`), sent as
+ * `Accept-Language` so that the server's messages (errors, refusals) come in it; empty:
+ * the browser's own header, and the server's configured language.
+ */
+let language = '';
+
+/** Set once by the plugin from JupyterLab's translator. */
+export function setLanguage(code: string): void {
+  language = code && code !== 'default' ? code.replace('_', '-') : '';
+}
+
+/** `init` with the language header added (a header the caller set wins). */
+function withLanguage(init: RequestInit): RequestInit {
+  if (!language) {
+    return init;
+  }
+  const headers = new Headers(init.headers);
+  if (!headers.has('Accept-Language')) {
+    headers.set('Accept-Language', language);
+  }
+  return { ...init, headers };
+}
+
 function url(path: string, params: Record<string, string | number | undefined> = {}): string {
   const settings = ServerConnection.makeSettings();
   const query = Object.entries(params)
@@ -49,7 +73,7 @@ export async function requestAPI<T>(
   const settings = ServerConnection.makeSettings();
   let response: Response;
   try {
-    response = await ServerConnection.makeRequest(url(path, params), init, settings);
+    response = await ServerConnection.makeRequest(url(path, params), withLanguage(init), settings);
   } catch (error) {
     throw new ServerConnection.NetworkError(error as TypeError);
   }
@@ -84,7 +108,7 @@ export async function readEvents(
   const settings = ServerConnection.makeSettings();
   let response: Response;
   try {
-    response = await ServerConnection.makeRequest(url(path, params), { signal }, settings);
+    response = await ServerConnection.makeRequest(url(path, params), withLanguage({ signal }), settings);
   } catch (error) {
     return signal.aborted ? null : String(error);
   }

@@ -108,8 +108,8 @@ def _term(code: str, english: str) -> str:
 
 
 def _prose(text: str) -> str:
-    """A message without its placeholders and `code` (which stay English)."""
-    return re.sub(r"`[^`]*`|\{[^}]*\}", "", text)
+    """A message without its placeholders, `code` and --flags (which stay English)."""
+    return re.sub(r"`[^`]*`|\{[^}]*\}|--[\w-]+", "", text)
 
 
 @pytest.mark.parametrize("code", CODES)

@@ -96,3 +96,31 @@ def test_the_config_takes_a_shipped_language_and_refuses_others():
         match=r"config: language 'fr' is no language shipped .*%ddl config language=ko",
     ):
         cfg.set("language", "fr")
+
+
+@pytest.mark.parametrize(
+    ("header", "code"),
+    [
+        ("ko-KR,ko;q=0.9,en-US;q=0.8", "ko"),
+        ("en;q=0.5, ja", "ja"),
+        ("zh-TW", "zh-Hant"),
+        ("zh-Hans-CN", "zh-Hans"),
+        ("en-US", "en"),
+        ("fr-FR, de;q=0.5", None),
+        ("*", None),
+        ("ko;q=abc, ja;q=0.1", "ja"),  # a broken weight leaves that tag out
+        ("", None),
+        (None, None),
+    ],
+)
+def test_accept_language_picks_the_most_wanted_shipped_language(header, code):
+    assert i18n.from_accept_language(header) == code
+
+
+def test_a_request_language_beats_lang_and_ends_with_its_context():
+    i18n.choose("ja")
+    with i18n.asking("ko"):
+        assert i18n.language() == "ko"
+        with i18n.asking(None):
+            assert i18n.language() == "ja"  # a request that asks for none
+    assert i18n.language() == "ja"

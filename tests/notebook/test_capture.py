@@ -8,7 +8,8 @@ import types
 import pytest
 
 from jupyter_ddl.errors import CaptureError
-from jupyter_ddl.notebook.capture.cell import capture_cell, extract_requirements, history_of
+from jupyter_ddl.notebook.capture.cell import capture_cell, history_of
+from jupyter_ddl.notebook.capture.requirements import extract_requirements
 from tests.support import require
 
 from .conftest import run

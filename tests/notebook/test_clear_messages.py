@@ -9,7 +9,7 @@ import pytest
 
 from jupyter_ddl.backends.local.requirements import _last_line
 from jupyter_ddl.errors import ValidationError
-from jupyter_ddl.notebook.capture.cell import read_requirements
+from jupyter_ddl.notebook.capture.requirements import read_requirements
 
 
 def test_pip_failure_line_is_its_words_not_a_colour_reset(tmp_path):

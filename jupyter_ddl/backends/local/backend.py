@@ -35,6 +35,7 @@ from jupyter_ddl.errors import (
     SubmitAborted,
     ValidationError,
 )
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.models import (
     Capabilities,
     CodeBundle,
@@ -63,7 +64,9 @@ class LocalBackend(Backend):
     # -- paths -------------------------------------------------------------------------
     def _jobdir(self, name: str) -> JobDir:
         if not _plain_name(name) or not (jd := JobDir(self.root / name)).exists():
-            raise JobNotFound(f"no local job named {name!r}", hint="`%ddl list` shows the jobs")
+            raise JobNotFound(
+                tr("no local job named {name!r}", name=name), hint=tr("`%ddl list` shows the jobs")
+            )
         return jd
 
     # -- submit ------------------------------------------------------------------------
@@ -72,13 +75,17 @@ class LocalBackend(Backend):
         name is taken, ResourceError when the job wants more GPUs or processes than
         this machine allows."""
         if not _plain_name(spec.name) or spec.name != spec.name.strip():
-            raise ValidationError(
-                f"name: {spec.name!r} is not a job name; use lowercase letters, digits and '-'"
+            said = tr(
+                "{name!r} is not a job name; use lowercase letters, digits and '-'", name=spec.name
             )
+            raise ValidationError(f"name: {said}")
         if spec.gang is not None:  # silently dropped, it would promise what never happens
             raise ValidationError(
-                "--gang/--queue/--priority: the local backend starts every replica at once "
-                "and has no scheduler queue; drop them, or submit with -b kubernetes"
+                "--gang/--queue/--priority: "
+                + tr(
+                    "the local backend starts every replica at once and has no scheduler "
+                    "queue; drop them, or submit with -b kubernetes"
+                )
             )
         control.check_process_limit(spec, self.config.local_max_processes)
         self._check_resources(spec)
@@ -98,8 +105,8 @@ class LocalBackend(Backend):
             jd.root.mkdir(mode=DIR_MODE)
         except FileExistsError:
             raise JobConflict(
-                f"a local job named {spec.name!r} exists already",
-                hint=f"pick another name, or `%ddl delete {spec.name}` first",
+                tr("a local job named {name!r} exists already", name=spec.name),
+                hint=tr("pick another name, or `%ddl delete {name}` first", name=spec.name),
             ) from None
         except OSError as e:
             raise _aborted(spec.name, e, jd.root) from None
@@ -114,8 +121,11 @@ class LocalBackend(Backend):
         except KeyboardInterrupt as e:
             if jd.supervisor() is not None:  # it runs: the submit is done
                 raise SubmitAborted(
-                    f"{spec.name} was submitted before the interrupt and runs; "
-                    f"`%ddl cancel {spec.name}` stops it"
+                    tr(
+                        "{name} was submitted before the interrupt and runs; "
+                        "`%ddl cancel {name}` stops it",
+                        name=spec.name,
+                    )  # fmt: skip
                 ) from None
             # no supervisor yet: nothing may stay behind, a process it started included
             # (one a spare forked for it, its answer not yet read, works in its directory)
@@ -224,9 +234,12 @@ class LocalBackend(Backend):
         from another kernel, the sidebar) was deleted, not broken: say so."""
         if not jd.root.exists():
             raise JobNotFound(
-                f"local job {jd.name!r} was deleted (by another kernel, the sidebar or "
-                "REST) while it was followed",
-                hint="`%ddl list` shows the jobs left",
+                tr(
+                    "local job {name!r} was deleted (by another kernel, the sidebar or REST) "
+                    "while it was followed",
+                    name=jd.name,
+                ),
+                hint=tr("`%ddl list` shows the jobs left"),
             )
 
     def _check_files(self, jd: JobDir) -> None:
@@ -255,8 +268,9 @@ class LocalBackend(Backend):
         except OSError as e:  # an unreadable store hides every job: say so, never "no jobs"
             reason = e.strerror or type(e).__name__
             raise BackendUnavailable(
-                f"local: the job directory {self.root} cannot be read ({reason})",
-                hint="make it a readable directory, or point JUPYTER_DDL_DATA_DIR elsewhere",
+                "local: "
+                + tr("the job directory {path} cannot be read ({why})", path=self.root, why=reason),
+                hint=tr("make it a readable directory, or point JUPYTER_DDL_DATA_DIR elsewhere"),
             ) from e
         out = []
         for path in paths:
@@ -349,10 +363,10 @@ def _aborted(name: str, error: BaseException, where: Path) -> DDLError:
     """The error of a submit that stopped part-way: a full disk is named as such."""
     if diskfull.is_full(error):
         assert isinstance(error, OSError)
+        why = diskfull.message(error.filename or where)
         return ResourceError(
-            f"{name} was not submitted: {diskfull.message(error.filename or where)}; "
-            "nothing was left",
-            hint="free space there, or point JUPYTER_DDL_DATA_DIR at another disk",
+            tr("{name} was not submitted: {why}; nothing was left", name=name, why=why),
+            hint=tr("free space there, or point JUPYTER_DDL_DATA_DIR at another disk"),
         )
     return SubmitAborted(aborted_message(name, error, where))
 
@@ -360,13 +374,18 @@ def _aborted(name: str, error: BaseException, where: Path) -> DDLError:
 def aborted_message(name: str, error: BaseException, where: Path) -> str:
     """One line saying that ``name`` was not submitted, why, and that nothing is left."""
     if isinstance(error, KeyboardInterrupt):
-        why = "the submit was interrupted"
+        why = tr("the submit was interrupted")
     elif isinstance(error, OSError) and error.errno == errno.ENOSPC:
         why = f"no space left on the device holding {where.parent}"
     else:
         detail = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        why = f"writing the job directory failed ({detail or type(error).__name__})"
-    return f"{name} was not submitted: {why}; nothing was left, so the cell can run again"
+        why = tr(
+            "writing the job directory failed ({detail})", detail=detail or type(error).__name__
+        )
+    return tr(
+        "{name} was not submitted: {why}; nothing was left, so the cell can run again",
+        name=name, why=why,
+    )  # fmt: skip
 
 
 def _discard(root: Path) -> None:

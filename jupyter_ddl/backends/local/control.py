@@ -27,6 +27,7 @@ from jupyter_ddl.backends.local import ownership
 from jupyter_ddl.backends.local.jobdir import FILE_MODE, SUPERVISOR_PATH_ENV, JobDir
 from jupyter_ddl.core.shape import JobShape
 from jupyter_ddl.errors import ResourceError
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.models import JobSpec, JobState, JobStatus, ReplicaState, ReplicaStatus
 
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
@@ -125,12 +126,21 @@ def check_process_limit(spec: JobSpec, limit: int | None) -> None:
     wanted = process_count(shape)
     if wanted <= allowed:
         return
-    per = f" × {shape.nproc_per_node} processes each" if shape.nproc_per_node > 1 else ""
-    where = f"{LIMIT_KEY} = {limit}" if limit is not None else f"{LIMIT_KEY}: 4 × {cores} CPU cores"
+    per = (
+        " × " + tr("{n} processes each", n=shape.nproc_per_node) if shape.nproc_per_node > 1 else ""
+    )
+    where = (
+        f"{LIMIT_KEY} = {limit}"
+        if limit is not None
+        else f"{LIMIT_KEY}: " + tr("4 × {cores} CPU cores", cores=cores)
+    )
+    said = tr(
+        "{shape} is {wanted} local processes, more than the local backend allows ({allowed}, {where})",
+        shape=f"{shape.describe()}{per}", wanted=wanted, allowed=allowed, where=where,
+    )  # fmt: skip
     raise ResourceError(
-        f"{spec.name}: {shape.describe()}{per} is {wanted} local processes, more than the "
-        f"local backend allows ({allowed}, {where})",
-        hint=f"ask for fewer replicas, or raise the limit: `%ddl config {LIMIT_KEY}=N`",
+        f"{spec.name}: {said}",
+        hint=tr("ask for fewer replicas, or raise the limit: `%ddl config {key}=N`", key=LIMIT_KEY),
     )
 
 

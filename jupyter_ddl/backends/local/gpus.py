@@ -15,6 +15,7 @@ import subprocess
 from collections.abc import Sequence
 
 from jupyter_ddl.errors import ResourceError
+from jupyter_ddl.i18n import tr
 
 
 def detect_gpus() -> list[str]:
@@ -50,13 +51,19 @@ def assign_gpus(requests: Sequence[tuple[str, int]], available: Sequence[str]) -
     if wanted > len(available):
         asking = [(rid, n) for rid, n in requests if n]
         if len({n for _, n in asking}) == 1:
-            who = f"{asking[0][1]} per replica x {len(asking)}: " + ", ".join(r for r, _ in asking)
+            each = tr("{n} per replica x {count}", n=asking[0][1], count=len(asking))
+            who = f"{each}: " + ", ".join(r for r, _ in asking)
         else:
             who = ", ".join(f"{rid}: {n}" for rid, n in asking)
         have = f"{len(available)}" + (f" (GPU {', '.join(available)})" if available else "")
         raise ResourceError(
-            f"the job asks for {wanted} GPUs ({who}) but this machine has {have}",
-            hint="lower --replicas or --gpus, or submit to a cluster backend",
+            tr(
+                "the job asks for {wanted} GPUs ({who}) but this machine has {have}",
+                wanted=wanted,
+                who=who,
+                have=have,
+            ),  # fmt: skip
+            hint=tr("lower --replicas or --gpus, or submit to a cluster backend"),
         )
     out: dict[str, str] = {}
     pos = 0

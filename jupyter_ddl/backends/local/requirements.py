@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO
 
 from jupyter_ddl.errors import DDLError
+from jupyter_ddl.i18n import tr
 
 
 def cache_key(requirements: Sequence[str], python: str) -> str:
@@ -54,13 +55,19 @@ def install(
             rc = _run(argv, out, timeout, stopped)
         if rc is None:
             shutil.rmtree(tmp, ignore_errors=True)
-            raise DDLError("installing requirements was stopped: the job was cancelled")
+            raise DDLError(tr("installing requirements was stopped: the job was cancelled"))
         if rc != 0:
             shutil.rmtree(tmp, ignore_errors=True)
             raise DDLError(
-                f"installing requirements {' '.join(requirements)} failed: {_last_line(log)}",
-                hint="fix the `!pip install` line of the cell; setup.log in the job directory has pip's output",
-            )
+                tr(
+                    "installing requirements {names} failed: {last}",
+                    names=" ".join(requirements), last=_last_line(log),
+                ),
+                hint=tr(
+                    "fix the `!pip install` line of the cell; setup.log in the job directory "
+                    "has pip's output"
+                ),
+            )  # fmt: skip
         shutil.rmtree(target, ignore_errors=True)
         tmp.rename(target)
         (target / ".complete").write_text("\n".join(requirements))

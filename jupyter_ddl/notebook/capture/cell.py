@@ -14,14 +14,13 @@ cells that define nothing the cell uses) is left out.
 from __future__ import annotations
 
 import ast
-import shlex
 import types
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from jupyter_ddl.errors import CaptureError, ValidationError
+from jupyter_ddl.errors import CaptureError
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.notebook.capture.bindings import (
     BUILTINS,
     bound_names,
@@ -36,13 +35,13 @@ from jupyter_ddl.notebook.capture.live import (
     unshippable_kind,
     unshippable_warning,
 )
+from jupyter_ddl.notebook.capture.requirements import extract_requirements
 from jupyter_ddl.notebook.capture.secrets import refuse_secrets
 
 # IPython methods that the transformer turns `!cmd`, `%magic`, `x?` lines into.
 _IPY_CALLS = {"system", "getoutput", "run_line_magic", "run_cell_magic", "run_line_magic_legacy"}
 # Cell magics whose body is ordinary Python worth indexing in history.
 _TRANSPARENT_CELL_MAGICS = {"time", "capture", "prun"}
-_PIP_VALUE_OPTIONS = {"-i", "--index-url", "--extra-index-url", "-f", "--find-links", "-c"}
 
 
 @dataclass(frozen=True)
@@ -103,59 +102,6 @@ def capture_cell(
 
 
 # -- IPython syntax in the cell ------------------------------------------------------------
-def extract_requirements(cell: str) -> tuple[str, list[str]]:
-    """Turn ``!pip install`` / ``%pip install`` lines into requirements; the lines stay
-    as comments so line numbers in tracebacks still match the cell."""
-    lines: list[str] = []
-    reqs: list[str] = []
-    for number, line in enumerate(cell.splitlines(), 1):
-        packages = _pip_packages(line, number)
-        if packages is None:
-            lines.append(line)
-            continue
-        reqs.extend(p for p in packages if p not in reqs)
-        indent = line[: len(line) - len(line.lstrip())]
-        lines.append(f"{indent}pass  # requirement: {line.strip()}")
-    return "\n".join(lines), reqs
-
-
-def _pip_packages(line: str, number: int) -> list[str] | None:
-    text = line.strip()
-    if not text.startswith(("!", "%")):
-        return None
-    try:
-        words = shlex.split(text.lstrip("!%"))
-    except ValueError:
-        return None
-    if words[:1] in (["python"], ["python3"]) and words[1:3] == ["-m", "pip"]:
-        words = words[2:]
-    if len(words) < 2 or words[0] not in ("pip", "pip3") or words[1] != "install":
-        return None
-    return _pip_args(words[2:], line, number)
-
-
-def _pip_args(args: list[str], line: str, number: int) -> list[str]:
-    out, skip = [], False
-    for arg in args:
-        if skip:
-            skip = False
-        elif "{" in arg or "$" in arg:
-            raise CaptureError(
-                f"cell line {number}: `{line.strip()}` uses a variable; write the package names literally"
-            )
-        elif arg in ("-r", "--requirement"):
-            raise CaptureError(
-                f"cell line {number}: `{line.strip()}` reads a file; use `%%distribute --requirements FILE` instead"
-            )
-        elif arg in _PIP_VALUE_OPTIONS:
-            skip = True
-        elif not arg.startswith("-"):
-            out.append(arg)
-    if not out:
-        raise CaptureError(f"cell line {number}: `{line.strip()}` names no package; add one")
-    return out
-
-
 def transform(source: str) -> str:
     """IPython syntax (``!``, ``%``, ``?``) turned into plain Python calls."""
     from IPython.core.inputtransformer2 import TransformerManager
@@ -169,21 +115,26 @@ def parse_cell(code: str) -> ast.Module:
     try:
         tree = ast.parse(python)
     except SyntaxError as e:
-        where = f"cell line {e.lineno}" if e.lineno else "cell"
+        where = tr("cell line {number}", number=e.lineno) if e.lineno else tr("cell")
         text = (e.text or "").strip()
         shown = f": `{text}`" if text else ""
-        raise CaptureError(
-            f"{where}: syntax error ({e.msg}){shown}; fix it and run the cell again"
-        ) from None
+        said = tr(
+            "syntax error ({error}){shown}; fix it and run the cell again", error=e.msg, shown=shown
+        )
+        raise CaptureError(f"{where}: {said}") from None
     raw_lines = code.splitlines()
     for node in ast.walk(tree):
         if _is_ipython_call(node):
             lineno = getattr(node, "lineno", 1)
             raw = raw_lines[lineno - 1].strip() if lineno <= len(raw_lines) else "?"
             raise CaptureError(
-                f"cell line {lineno}: `{raw}` is IPython syntax, which a replica cannot run; "
-                "use plain Python there (only `!pip install` lines are turned into requirements)"
-            )
+                tr(
+                    "cell line {number}: `{line}` is IPython syntax, which a replica cannot run; "
+                    "use plain Python there (only `!pip install` lines are turned into "
+                    "requirements)",
+                    number=lineno, line=raw,
+                )
+            )  # fmt: skip
     return tree
 
 
@@ -370,29 +321,3 @@ def history_of(shell: Any) -> list[tuple[int, str]]:
     hm = getattr(shell, "history_manager", None)
     raw: list[str] = list(getattr(hm, "input_hist_raw", None) or shell.user_ns.get("In", []))
     return [(i, src) for i, src in enumerate(raw) if i > 0 and src.strip()]
-
-
-def read_requirements(value: str) -> list[str]:
-    """``--requirements``: a requirements file path or comma/space separated names."""
-    path = Path(value).expanduser()
-    if path.is_file():
-        lines = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
-        return [line for line in lines if line]
-    if _looks_like_a_file(value):  # pip would take a missing file's name for a package
-        raise ValidationError(
-            f"--requirements {value}: no such file (from {Path.cwd()}); "
-            "give an existing requirements file, or package names such as numpy,einops"
-        )
-    return [p for p in value.replace(",", " ").split() if p]
-
-
-def _looks_like_a_file(value: str) -> bool:
-    """A path, not a package name: a separator, a leading dot or tilde, a file suffix."""
-    v = value.strip()
-    if "://" in v:  # a URL pip installs from
-        return False
-    return (
-        "/" in v.split("@", 1)[0]
-        or v.startswith((".", "~"))
-        or v.lower().endswith((".txt", ".in", ".cfg", ".toml"))
-    )

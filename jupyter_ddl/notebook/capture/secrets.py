@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 
 from jupyter_ddl.errors import CaptureError
+from jupyter_ddl.i18n import tr
 
 # names of credentials, not of where they are kept (SSH_KEY_PATH, TOKEN_FILE)
 _SECRET_NAME = re.compile(
@@ -43,8 +44,20 @@ def refuse_secrets(code: str, environ: Mapping[str, str], where: Mapping[str, st
         if value not in code:
             continue
         holders = sorted(n for n, text in where.items() if value in text)
-        what = f"`{holders[0]}` holds" if holders else "the job's code holds"
+        if holders:
+            raise CaptureError(
+                tr(
+                    "`{holder}` holds the value of the kernel's {var}, which would ship in "
+                    "plain text with the job; pass it with `--secret-env {var}` and read "
+                    "os.environ[{key!r}] in the cell",
+                    holder=holders[0], var=var, key=var,
+                )
+            )  # fmt: skip
         raise CaptureError(
-            f"{what} the value of the kernel's {var}, which would ship in plain text with "
-            f"the job; pass it with `--secret-env {var}` and read os.environ[{var!r}] in the cell"
-        )
+            tr(
+                "the job's code holds the value of the kernel's {var}, which would ship in plain "
+                "text with the job; pass it with `--secret-env {var}` and read "
+                "os.environ[{key!r}] in the cell",
+                var=var, key=var,
+            )
+        )  # fmt: skip
