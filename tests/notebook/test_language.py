@@ -123,3 +123,66 @@ def test_a_korean_kernel_shows_korean_error_lines_end_to_end(data_dir, tmp_path,
     assert "근본 원인: master-0 · rank 0이(가) 가장 먼저 실패했습니다: exit code 3" in failed
     assert " 실패 " in failed and "레플리카" in failed and "종료 코드" in failed
     assert "[master-0] rank 0 reading its shard" in failed  # what the job printed, as it was
+
+
+# -- the acceptance: config `language=CODE`, a real kernel, each language -------------------
+#: what each language's record must show, written out (the glossary's words)
+RECORD_WORDS = {
+    "ko": (
+        "근본 원인: master-0 · rank 0이(가) 가장 먼저 실패했습니다: exit code 3",
+        "레플리카",
+        "종료 코드",
+    ),
+    "ja": (
+        "根本原因: master-0 · rank 0 が最初に失敗しました: exit code 3",
+        "レプリカ",
+        "終了コード",
+    ),
+    "zh-Hans": ("根本原因：master-0 · rank 0 最先失败：exit code 3", "副本", "退出码"),
+    "zh-Hant": ("根本原因：master-0 · rank 0 最先失敗：exit code 3", "副本", "結束代碼"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("code", sorted(RECORD_WORDS))
+def test_the_configs_language_end_to_end_in_a_real_kernel(code, data_dir, tmp_path, monkeypatch):
+    """`language=CODE` in the config, an English locale: a refused flag, a missing
+    strategy, a failing job's one line and its record all print in that language."""
+    require.module("nbclient")
+    require.module("ipykernel")
+    require.module("torch")
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    monkeypatch.setenv("JUPYTER_DDL_WIDGETS", "0")
+    for var in ("LANGUAGE", "LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    (data_dir / "config.json").write_text(f'{{"language": "{code}"}}', encoding="utf-8")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("%load_ext jupyter_ddl"),
+        nbformat.v4.new_code_cell("%%distribute --strategy torch-ddp --wokers 2\nx = 1"),
+        nbformat.v4.new_code_cell("%%distribute --replicas 2\nx = 1"),
+        nbformat.v4.new_code_cell(
+            "%%distribute --strategy torch-ddp --replicas 2 --restart-policy Never "
+            f"--name fail-{code.lower()} --wait\n" + FAILING_CELL
+        ),
+    ]
+    client = NotebookClient(
+        nb, timeout=240, kernel_name="python3", allow_errors=True,
+        resources={"metadata": {"path": str(tmp_path)}},
+    )  # fmt: skip
+    client.execute()
+    with i18n.asking(code):
+        refused = i18n.tr("unrecognized arguments: {words}", words="--wokers 2")
+        missing = i18n.tr(
+            "--strategy is missing; add --strategy NAME (`%ddl strategies` lists them)"
+        )
+        failed_word = i18n.tr("Failed")
+    assert refused in _outputs(nb.cells[1]) and "Traceback" not in _outputs(nb.cells[1])
+    assert missing in _outputs(nb.cells[2])
+    failed = _outputs(nb.cells[3])
+    root, replica, exit_code = RECORD_WORDS[code]
+    assert root in failed, failed[-2000:]
+    assert replica in failed and exit_code in failed and failed_word in failed
+    assert "root cause" not in failed and "failed first" not in failed  # no English left
+    assert "[master-0] rank 0 reading its shard" in failed  # what the job printed, as it was

@@ -175,10 +175,16 @@ def test_every_language_uses_its_chosen_terms():
         ("ja", "ギャング（コ）スケジューリングはこのように動きます"),
         ("zh-Hans", "两个工作节点对梯度做全规约"),
         ("zh-Hant", "兩個 MultiWorkerMirrored 工作節點"),
+        ("zh-Hant", "作業的記錄（狀態、根本原因）"),
+        ("zh-Hant", "上方的記錄會顯示"),
     ],
 )
 def test_the_term_check_catches_the_words_it_forbids(lang, bad):
     assert _violations(lang, [("sample", bad)])
+
+
+def test_the_term_check_leaves_the_verb_record_alone():
+    assert not _violations("zh-Hant", [("sample", "訓練過程記錄在主行程的日誌裡")])
 
 
 def test_the_term_check_leaves_rendering_emphasis_alone():
