@@ -18,7 +18,9 @@ from .conftest import ALL_LANGS, NOTEBOOKS
 
 def _crash_line() -> str:
     """The failed crash cell's one line, cut where the notebook's quote ends."""
-    cause = tr("{replica} failed first: {summary}", replica="worker-1 · rank 2", summary="exit code 3")
+    cause = tr(
+        "{replica} failed first: {summary}", replica="worker-1 · rank 2", summary="exit code 3"
+    )
     cause += " " + tr("(last lines: {lines})", lines="...")
     cause += tr("; then {replicas}", replicas="...")
     whole = tr(
@@ -35,8 +37,8 @@ def _restarts(n: int, limit: int) -> Callable[[], str]:
 #: (notebook, key of its text) → what the product prints there
 QUOTED = [
     ("when-it-breaks", "crash", _crash_line),
-    ("when-it-breaks", "restart-ok", _restarts(1, 3)),
-    ("when-it-breaks", "restart-limit", _restarts(1, 1)),
+    ("when-it-breaks", "restarts", _restarts(1, 3)),
+    ("when-it-breaks", "backoff", _restarts(1, 1)),
 ]
 
 
@@ -57,9 +59,7 @@ def _flat(text: str) -> str:
 
 @pytest.mark.parametrize("lang", ALL_LANGS)
 @pytest.mark.parametrize(("name", "key", "render"), QUOTED, ids=[f"{n}:{k}" for n, k, _ in QUOTED])
-def test_a_quoted_product_line_is_what_the_product_prints_in_that_language(
-    lang, name, key, render
-):
+def test_a_quoted_product_line_is_what_the_product_prints_in_that_language(lang, name, key, render):
     with i18n.asking(lang):
         said = render()
     assert f"`{said}`" in _flat(_text(name, key, lang)), (
