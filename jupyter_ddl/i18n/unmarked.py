@@ -7,7 +7,9 @@ and was not, so that a new message cannot slip past the translators:
 - Python: the message and ``hint=`` of every error a user meets (any ``DDLError``
   subclass, found by walking the package's class definitions), the ``help=`` of a
   flag, and ``print`` in the notebook surface, when written as a plain string or
-  f-string with words in it.
+  f-string with words in it; in the packages that only make what a user reads
+  (``present/``, ``widgets/``, ``validation/``), every such string but docstrings and
+  log calls.
 - Lab extension: a string with words in it anywhere outside ``trans.__``, and any
   string with letters where the page shows it (a label, title, tooltip, dialog text,
   notification, an element's text or its ``aria-label``).
@@ -88,6 +90,45 @@ def _messages_of(call: ast.Call, errors: set[str], surface: bool) -> list[ast.ex
     return []
 
 
+#: packages that only make what a user reads (text, HTML, widgets, refusals): every
+#: string with words in it there is a message, wherever it is written
+_ALL_WORDS = ("present/", "widgets/", "validation/")
+_LOG_CALLS = {"debug", "info", "warning", "error", "exception", "critical"}
+
+
+def _quiet(tree: ast.Module) -> set[int]:
+    """ids of the nodes that are no message: docstrings, what ``tr``/``N_`` mark, log
+    calls (for the developer, in English)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        first = body[0] if isinstance(body, list) and body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+            out.add(id(first.value))
+        if isinstance(node, ast.Call):
+            name = (
+                node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+            )
+            if name in ("tr", "N_") or name in _LOG_CALLS:
+                out.update(id(n) for n in ast.walk(node))
+    return out
+
+
+def _every_string(tree: ast.Module) -> list[ast.expr]:
+    """Each string and f-string of a module, outside docstrings, marks and log calls."""
+    quiet = _quiet(tree)
+    out: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if id(node) in quiet:
+            continue
+        if isinstance(node, ast.JoinedStr):
+            quiet.update(id(v) for v in node.values)
+            out.append(node)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            out.append(node)
+    return out
+
+
 def python_unmarked(root: Path = PACKAGE) -> dict[str, list[str]]:
     """Module (``notebook/commands.py``) → the unmarked messages it shows."""
     paths = [p for p in sorted(root.rglob("*.py")) if "i18n" not in p.relative_to(root).parts]
@@ -97,18 +138,20 @@ def python_unmarked(root: Path = PACKAGE) -> dict[str, list[str]]:
     for path, tree in trees.items():
         where = path.relative_to(root).as_posix()
         lines = path.read_text(encoding="utf-8").splitlines()
-        surface = where.startswith("notebook/")
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.Call):
+        if where.startswith(_ALL_WORDS):
+            said = _every_string(tree)
+        else:
+            surface = where.startswith("notebook/")
+            calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+            said = [m for call in calls for m in _messages_of(call, errors, surface)]
+        for message in said:
+            text = _visible(message)
+            if text is None or not _prose(re.sub(r"<[^>]*>", " ", text)):  # markup's text only
                 continue
-            for message in _messages_of(node, errors, surface):
-                text = _visible(message)
-                if text is None or not _prose(text):
-                    continue
-                near = lines[max(0, message.lineno - 2) : message.lineno]
-                if any(_OPT_OUT in line for line in near):
-                    continue
-                found.setdefault(where, []).append(text)
+            near = lines[max(0, message.lineno - 2) : message.lineno]
+            if any(_OPT_OUT in line for line in near):
+                continue
+            found.setdefault(where, []).append(text)
     return found
 
 

@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 
+from jupyter_ddl.i18n import tr
+
 Point = tuple[float, float]  # (step, value)
 #: (metric, source) -> replica id -> points in the order they arrived
 Charts = Mapping[tuple[str, str], Mapping[str, Sequence[Point]]]
@@ -155,7 +157,8 @@ def svg_charts(
     width, height = cols * _W, rows * _H + top
     # an image needs a name for screen readers: what it plots (keys are bounded above)
     named = ", ".join(metric for metric, _ in keys)
-    label = escape(f"{title + ': ' if title else ''}metrics by step, one line per replica: {named}")
+    said = tr("metrics by step, one line per replica: {named}", named=named)
+    label = escape(f"{title + ': ' if title else ''}{said}")
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="ddl-chart" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" '
@@ -187,7 +190,7 @@ def _chart(
     ya = y_axis(values, log)
     xa = linear_axis(min(steps, default=0.0), max(steps, default=1.0), 5, integer=True)
     pw, ph = _W - _L - _R, _H - _T - _B
-    name = f"{metric} ({source})" + (" · log scale" if log else "")
+    name = f"{metric} ({source})" + (" · " + tr("log scale") if log else "")
     out = [f'<g class="ddl-chart-panel" data-metric="{escape(metric)}" data-source="{escape(source)}" '
            f'data-log="{str(log).lower()}" transform="translate({x0},{y0})">']  # fmt: skip
     out.append(f'<text x="{_L}" y="16" font-weight="bold" {TEXT}>{escape(name)}</text>')

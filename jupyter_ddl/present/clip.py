@@ -4,6 +4,8 @@ send 10 MB to the cell, the saved record, ``%ddl logs`` or a REST answer."""
 
 from __future__ import annotations
 
+from jupyter_ddl.i18n import tr
+
 #: characters of one log line a surface shows
 MAX_LINE = 4000
 #: characters of a status message a surface shows
@@ -16,4 +18,5 @@ def clip(text: str, limit: int = MAX_LINE, whole: str = "") -> str:
     if len(text) <= limit:
         return text
     where = f"; {whole}" if whole else ""
-    return f"{text[:limit]} … [{len(text) - limit:,} more characters cut{where}]"
+    cut = tr("{n} more characters cut", n=f"{len(text) - limit:,}")
+    return f"{text[:limit]} … [{cut}{where}]"

@@ -15,6 +15,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from jupyter_ddl.core import failures
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.models import EventKind, JobEvent, JobState, JobStatus, ReplicaStatus
 from jupyter_ddl.present.chart import Point
 from jupyter_ddl.present.clip import clip
@@ -157,7 +158,10 @@ class DashboardState:
         self._line(view, line.text)
 
     def _line(self, view: ReplicaView, text: str) -> None:
-        text = clip(text, whole=f"`%ddl logs {self.name} --replica {view.id}` shows the line")
+        whole = tr(
+            "`%ddl logs {name} --replica {replica}` shows the line", name=self.name, replica=view.id
+        )
+        text = clip(text, whole=whole)
         view.line_count += 1
         view.lines.append(text)
         self.merged.append((view.id, text))

@@ -78,8 +78,9 @@ def image_text(st: DashboardState) -> str:
     """``image r.io/t/ddl-nb@sha256:… (already in the registry)``, when known."""
     if not st.image:
         return ""
-    how = {True: " (pushed)", False: " (already in the registry, nothing uploaded)", None: ""}
-    return f"image {st.image}{how[st.image_pushed]}"
+    how = {True: tr("(pushed)"), False: tr("(already in the registry, nothing uploaded)"), None: ""}
+    said = how[st.image_pushed]
+    return tr("image {image}", image=st.image) + (f" {said}" if said else "")
 
 
 def notes(st: DashboardState) -> list[str]:
@@ -93,6 +94,7 @@ def notes(st: DashboardState) -> list[str]:
 def job_message(st: DashboardState) -> str | None:
     """The job's message without the root-cause line it leads with (shown apart)."""
     msg = st.message
+    # i18n: the backend's English line, found to be cut off
     if msg and " failed first: " in msg and diagnosis_of(st) is not None:
         rest = msg.rsplit(" — ", 1)
         return rest[1] if len(rest) == 2 else None

@@ -50,5 +50,5 @@ class BuildProgress:
                 self.bar.bar_style = "success"
             return
         end = "\n" if done >= total else ""
-        sys.stdout.write("\rimage upload " + _bar_text(done, total) + end)
+        sys.stdout.write("\r" + tr("image upload") + " " + _bar_text(done, total) + end)
         sys.stdout.flush()

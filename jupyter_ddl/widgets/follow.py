@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from jupyter_ddl.errors import DDLError
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.models import JobEvent
 from jupyter_ddl.present.state import DashboardState
 
@@ -116,9 +117,10 @@ class Follower:
         except Exception as e:
             log.exception("watching job %s failed", self.state.name)
             with self.lock:
-                self.state.error = (
-                    f"following the job failed: {e!r}; `%ddl attach {self.state.name}` retries"
-                )
+                self.state.error = tr(
+                    "following the job failed: {error!r}; `%ddl attach {name}` retries",
+                    error=e, name=self.state.name,
+                )  # fmt: skip
         finally:
             self.done.set()
 

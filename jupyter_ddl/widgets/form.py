@@ -276,7 +276,9 @@ class DistributeForm:
         self.dry_run_button.disabled = bool(self.problems)
         self.another_button.layout.display = None if self.locked else "none"
         self.submit_button.tooltip = (
-            "a job from this form is running; Submit another starts one more" if self.locked else ""
+            tr("a job from this form is running; Submit another starts one more")
+            if self.locked
+            else ""
         )
 
     # -- acting ------------------------------------------------------------------------------
@@ -375,14 +377,15 @@ def _total_rule(s: Strategy) -> str:
     fill = s.fill_role
     others = sum(r.default for r in s.counted_roles if r is not fill)
     if fill.min == fill.max:
-        return f"{s.name} runs exactly {others + fill.min}"
-    return f"{s.name} trains on {others + fill.min} or more"
+        return tr("{strategy} runs exactly {n}", strategy=s.name, n=others + fill.min)
+    return tr("{strategy} trains on {n} or more", strategy=s.name, n=others + fill.min)
 
 
 def _made(spec: JobSpec) -> str:
     """``= Master 1 + Worker 1 (world size 2)``: what the total and role fields make."""
     shape = spec.shape
-    return f"= {_esc(shape.describe())} <i>(world size {shape.world_size})</i>"
+    size = tr("world size {n}", n=shape.world_size)
+    return f"= {_esc(shape.describe())} <i>({size})</i>"
 
 
 def _esc(text: str) -> str:

@@ -113,7 +113,7 @@ class JobSlots:
             ]
             if not self._showing_box:
                 self._showing_box = True
-                self.slot.live(self._box, "jobs submitted from the form above (live)")
+                self.slot.live(self._box, tr("jobs submitted from the form above (live)"))
 
 
 class _Part:
@@ -161,8 +161,12 @@ _OFFLINE_STYLE = """<style>
 def offline_html(name: str) -> str:
     return (
         f"{_OFFLINE_STYLE}<div class='ddl-offline' style='color:#d62728;font-weight:bold'>"
-        f"disconnected — the kernel that followed this job went away; <code>%ddl attach "
-        f"{escape(name)}</code> in a cell follows it again (the job itself keeps running)</div>"
+        + tr(
+            "disconnected — the kernel that followed this job went away; {code} in a cell "
+            "follows it again (the job itself keeps running)",
+            code=f"<code>%ddl attach {escape(name)}</code>",
+        )
+        + "</div>"
     )
 
 
@@ -220,7 +224,8 @@ class WidgetView:
         )
         self.box.add_class("ddl-dashboard")
         self._root: str | None = None
-        slot.live(self.box, f"{state.name}: live dashboard (needs the kernel that started it)")
+        said = tr("live dashboard (needs the kernel that started it)")
+        slot.live(self.box, f"{state.name}: {said}")
 
     def _ask(self, asking: bool) -> None:
         """Show the inline "Stop the job?" question instead of Cancel, or put Cancel back."""

@@ -34,6 +34,12 @@ NOT_YET = {
     "image/registry.py": 2,
     "image/registry_errors.py": 19,
     "image/registry_session.py": 5,
+    # the spec's rules (mostly Kubernetes fields the workshop's flags never set)
+    "validation/__init__.py": 9,
+    "validation/images.py": 2,
+    "validation/kube.py": 19,
+    "validation/resources.py": 18,
+    "validation/run_policy.py": 17,
 }
 
 
