@@ -15,6 +15,7 @@ from jupyter_ddl.core import kinds, names
 from jupyter_ddl.core.shape import count_problems, too_many
 from jupyter_ddl.core.strategies import CATALOG, Strategy
 from jupyter_ddl.errors import ValidationError
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.models import JobSpec
 from jupyter_ddl.validation.kube import (
     env_problems,
@@ -33,7 +34,10 @@ def problems(spec: JobSpec) -> list[str]:
     strategy = CATALOG.get(spec.strategy)
     if strategy is None:
         known = ", ".join(CATALOG)
-        return [f"strategy: unknown strategy {spec.strategy!r}; choose one of: {known}"]
+        said = tr(
+            "unknown strategy {name!r}; choose one of: {known}", name=spec.strategy, known=known
+        )
+        return [f"strategy: {said}"]
     huge = too_many(spec.replicas)
     if huge:  # before every check that works per replica
         return [huge]
@@ -65,12 +69,14 @@ def validate(spec: JobSpec) -> None:
 # -- name and counts -------------------------------------------------------------
 def _name_syntax(spec: JobSpec) -> list[str]:
     if not spec.name:
-        return ["name: the job has no name; give one or let jupyter-ddl generate it"]
+        return ["name: " + tr("the job has no name; give one or let jupyter-ddl generate it")]
     if not names.is_dns1035_label(spec.name):
-        return [
-            f"name: {spec.name!r} is not a DNS-1035 label; use lowercase letters, digits and "
-            "'-', start with a letter, end with a letter or digit, at most 63 characters"
-        ]
+        said = tr(
+            "{name!r} is not a DNS-1035 label; use lowercase letters, digits and '-', start "
+            "with a letter, end with a letter or digit, at most 63 characters",
+            name=spec.name,
+        )
+        return [f"name: {said}"]
     return []
 
 
@@ -78,17 +84,21 @@ def _name_length(spec: JobSpec) -> list[str]:
     longest = names.longest_derived(spec.name, spec.shape.job_kind, spec.shape.counts)
     if len(longest) > names.MAX_LABEL:
         room = names.MAX_LABEL - (len(longest) - len(spec.name))
-        return [
-            f"name: {spec.name!r} is too long: the operator names a replica {longest!r} "
-            f"({len(longest)} > 63 characters); shorten the name to at most {room} characters"
-        ]
+        said = tr(
+            "{name!r} is too long: the operator names a replica {longest!r} ({n} > 63 "
+            "characters); shorten the name to at most {room} characters",
+            name=spec.name, longest=longest, n=len(longest), room=room,
+        )  # fmt: skip
+        return [f"name: {said}"]
     return []
 
 
 def _replicas(spec: JobSpec, strategy: Strategy) -> list[str]:
     out = count_problems(strategy, spec.replicas, spec.target in TARGETS)
     if not out and spec.shape.total == 0:
-        out.append("replicas: the job has no replicas; give at least one role a count of 1")
+        out.append(
+            "replicas: " + tr("the job has no replicas; give at least one role a count of 1")
+        )
     return out
 
 

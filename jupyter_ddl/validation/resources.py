@@ -5,6 +5,7 @@ from __future__ import annotations
 from jupyter_ddl.core import names
 from jupyter_ddl.core.shape import JobShape, is_trainjob, try_resolve
 from jupyter_ddl.core.strategies import Strategy
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.models import JobSpec
 
 
@@ -23,13 +24,15 @@ def resource_problems(spec: JobSpec, strategy: Strategy) -> list[str]:
     for field, res, rule in entries:
         for what, value in (("cpu", res.cpu), ("memory", res.memory)):
             if value is not None and not names.is_quantity(str(value)):
-                out.append(
-                    f"{field}.{what}: {value!r} is not a Kubernetes quantity; "
-                    f"write e.g. {'2 or 500m' if what == 'cpu' else '4Gi or 512Mi'}"
-                )
+                said = tr(
+                    "{value!r} is not a Kubernetes quantity; write e.g. {example}",
+                    value=value, example=tr("2 or 500m") if what == "cpu" else tr("4Gi or 512Mi"),
+                )  # fmt: skip
+                out.append(f"{field}.{what}: {said}")
         for what, count in (("gpu", res.gpu), ("tpu", res.tpu)):
             if count < 0:
-                out.append(f"{field}.{what}: {count} is negative; give 0 or more")
+                said = tr("{count} is negative; give 0 or more", count=count)
+                out.append(f"{field}.{what}: {said}")
         for what, rname in (("gpu_resource", res.gpu_resource), ("tpu_resource", res.tpu_resource)):
             if not names.is_resource_name(rname):
                 out.append(
@@ -85,9 +88,8 @@ def torch_option_problems(spec: JobSpec, strategy: Strategy) -> list[str]:
                 + ", ".join(strategy.dist_backends)
             )
         elif spec.dist_backend == "nccl" and not _all_roles_have_gpus(spec, strategy):
-            out.append(
-                "dist_backend: nccl needs a GPU on every replica; add gpu resources or use gloo"
-            )
+            said = tr("nccl needs a GPU on every replica; add gpu resources or use gloo")
+            out.append(f"dist_backend: {said}")
     if spec.slots_per_worker != 1 and strategy.framework != "mpi" and strategy.name != "deepspeed":
         out.append(
             f"slots_per_worker: only MPI strategies use it, not {strategy.name}; leave it at 1"
@@ -115,11 +117,12 @@ def _processes_fit_gpus(spec: JobSpec, shape: JobShape) -> list[str]:
     short = next((r for r in shape.replicas if 0 < r.gpus < nproc), None)
     if short is None:
         return []
-    return [
-        f"nproc_per_node: {nproc} processes per replica but {short.rid} has {short.gpus} "
-        f"GPU(s), and NCCL needs one GPU per process; give --gpus {nproc}, lower "
-        "--nproc-per-node, or use --dist-backend gloo"
-    ]
+    said = tr(
+        "{n} processes per replica but {replica} has {gpus} GPU(s), and NCCL needs one GPU per "
+        "process; give --gpus {n}, lower --nproc-per-node, or use --dist-backend gloo",
+        n=nproc, replica=short.rid, gpus=short.gpus,
+    )  # fmt: skip
+    return [f"nproc_per_node: {said}"]
 
 
 def _elastic(spec: JobSpec, bounds: tuple[int, int]) -> list[str]:
