@@ -15,6 +15,7 @@ from html import escape
 from typing import Any
 
 from jupyter_ddl.core.failures import Diagnosis
+from jupyter_ddl.core.states import ReplicaState
 from jupyter_ddl.i18n import N_, tr
 from jupyter_ddl.present.chart import svg_charts
 from jupyter_ddl.present.state import DashboardState, format_elapsed, format_resources
@@ -217,6 +218,10 @@ def columns() -> list[str]:
     return [tr(c) for c in COLUMNS]
 
 
+#: replica states whose process has ended
+ENDED = frozenset(s.value for s in ReplicaState if s.finished)
+
+
 def rows(st: DashboardState) -> list[list[str]]:
     out = []
     for rid, v in st.replicas.items():
@@ -226,7 +231,8 @@ def rows(st: DashboardState) -> list[list[str]]:
         out.append(
             [
                 v.label, state_word(v.state), str(v.restarts), exit_, st.latest_metric(rid),
-                format_resources(v.resources), v.message or "",
+                # a usage sample of a process that ended says nothing ("memory 0 B")
+                "" if v.state in ENDED else format_resources(v.resources), v.message or "",
             ]
         )  # fmt: skip
     return out
