@@ -15,6 +15,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from jupyter_ddl.core import failures
+from jupyter_ddl.core.stream import NOTE_STREAM, internal_note
 from jupyter_ddl.models import EventKind, JobEvent, JobState, JobStatus, ReplicaStatus
 from jupyter_ddl.present.chart import Point
 from jupyter_ddl.present.clip import clip
@@ -27,8 +28,6 @@ PALETTE = (
 
 Series = list[Point]  # (step, value)
 SeriesKey = tuple[str, str]  # (metric, source)
-#: jupyter-ddl's own notes about a replica (exits, restarts, stops) in its log
-NOTE_STREAM = "ddl"
 
 
 @dataclass
@@ -150,6 +149,8 @@ class DashboardState:
     def _log(self, event: JobEvent) -> None:
         line = event.log
         if line is None:
+            return
+        if internal_note(line.stream, line.text):
             return
         view = self.replica(line.replica)
         if line.stream == NOTE_STREAM and line.text.startswith(failures.CANCEL_MARKER):
