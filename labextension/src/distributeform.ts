@@ -13,6 +13,7 @@ import { Widget } from '@lumino/widgets';
 import { applyDistribute, sourcesUpTo } from './distribute';
 import { el } from './dom';
 import { cellBody, flagsFor, IChoice, parseFlags, suggestStrategy } from './pure/flags';
+import { plainWords } from './pure/format';
 import { requestAPI } from './request';
 import { IBackends, ICatalog, IStrategy } from './tokens';
 
@@ -38,7 +39,7 @@ export class DistributeForm extends Widget implements Dialog.IBodyWidget<string>
       const option = el('option', '', b.available ? b.name : trans.__('%1 (unavailable)', b.name));
       option.value = b.name;
       option.disabled = !b.available;
-      option.title = b.error ?? '';
+      option.title = plainWords(b.error ?? '');
       this._backend.appendChild(option);
     }
     const initialBackend =
@@ -199,7 +200,7 @@ export async function distributeActiveCell(
   } catch (error) {
     await showErrorMessage(
       trans.__('Distribute this cell'),
-      trans.__('The server did not answer: %1', (error as Error).message)
+      trans.__('The server did not answer: %1', plainWords((error as Error).message))
     );
     return false;
   }

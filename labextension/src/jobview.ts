@@ -8,7 +8,7 @@ import { CommandRegistry } from '@lumino/commands';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { MetricsChart } from './chart';
-import { el } from './dom';
+import { el, message } from './dom';
 import { basename, formatElapsed, formatResources, replicaLabel, stateIcon } from './pure/format';
 import { runAction } from './jobactions';
 import { JobModel } from './jobmodel';
@@ -75,7 +75,7 @@ export class JobView extends Panel {
     const job = this.model.detail;
     if (!job) {
       this._cancel.enabled = false; // a job not (or no longer) known cannot be cancelled from here
-      this._header.replaceChildren(el('div', 'jp-DDL-muted', this.model.error ?? 'Loading…'));
+      this._header.replaceChildren(message('div', 'jp-DDL-muted', this.model.error ?? 'Loading…'));
       return;
     }
     this._renderHeader(job);
@@ -131,10 +131,10 @@ export class JobView extends Panel {
     if (job.root_cause) {
       parts.push(this._rootCause(job.root_cause, job.replicas));
     } else if (job.message) {
-      parts.push(el('div', 'jp-DDL-message', job.message));
+      parts.push(message('div', 'jp-DDL-message', job.message));
     }
     if (this.model.error) {
-      parts.push(el('div', 'jp-DDL-error', this.model.error));
+      parts.push(message('div', 'jp-DDL-error', this.model.error));
     }
     this._header.replaceChildren(...parts);
   }
@@ -176,7 +176,7 @@ export class JobView extends Panel {
         r.message ?? ''
       ];
       for (const cell of cells) {
-        tr.appendChild(el('td', '', String(cell)));
+        tr.appendChild(message('td', '', String(cell)));
       }
       tr.onclick = () => this._logs.showReplica(r.id);
       return tr;

@@ -26,7 +26,16 @@ AXE_RUN = """async (selector) => {
 
 
 @pytest.fixture
-def finished_job(data_dir):
+def finished_job(data_dir, tmp_path, monkeypatch):
+    """A finished local job, and a Kubernetes backend the user set up wrongly (a kube
+    context the kubeconfig lacks): the panel's unavailable line, with the command its
+    hint names, is checked too."""
+    from tests.support import deadends
+
+    kc = deadends.write_kubeconfig(tmp_path / "kc", deadends.closed_port_url())
+    monkeypatch.setenv("KUBECONFIG", str(kc))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    (data_dir / "config.json").write_text('{"kube_context": "elsewhere"}')
     from jupyter_ddl.backends.local import LocalBackend
     from jupyter_ddl.core.bundle import build_bundle
     from jupyter_ddl.models import JobSpec
@@ -60,6 +69,12 @@ def test_panel_and_job_view_have_no_serious_axe_violation(
             )
         lp.show_jobs()
         page.wait_for_selector(f'{lp.row(finished_job)}[data-state="Succeeded"]', timeout=60_000)
+        line = page.wait_for_selector('.jp-DDL-unavailable-line[data-backend="kubernetes"]')
+        # the command the server's hint names is code, not `backticks`
+        assert "`" not in line.inner_text(), line.inner_text()
+        assert (
+            line.eval_on_selector("code", "c => c.textContent") == "%ddl config kube_context=NAME"
+        )
         page.add_script_tag(path=str(AXE))
         found = {"panel": page.evaluate(AXE_RUN, "#jupyter-ddl-jobs")}
         view = lp.open_job(finished_job)

@@ -6,6 +6,7 @@
 import type { IPoll } from '@lumino/polling';
 
 import { IJobSummary } from '../tokens';
+import { plainWords } from './format';
 
 /** How much slower to poll when nothing is running. */
 export const IDLE_FACTOR = 5;
@@ -150,7 +151,7 @@ export function endedSince(
 /** The notification's one line: the end state, and for a failure the job's message. */
 export function endedLine(job: IJobSummary): string {
   const what = { Succeeded: 'succeeded', Failed: 'failed', Cancelled: 'was cancelled' }[job.state as string] ?? 'ended';
-  const cause = job.state === 'Failed' && job.message ? `: ${job.message.split('\n')[0]}` : '';
+  const cause = job.state === 'Failed' && job.message ? `: ${plainWords(job.message.split('\n')[0])}` : '';
   const line = `Training job ${job.name} ${what}${cause}`;
   return line.length > 200 ? `${line.slice(0, 199)}…` : line;
 }
