@@ -20,10 +20,11 @@ from jupyter_ddl.models import EventKind, JobEvent, JobState, JobStatus, Replica
 from jupyter_ddl.present.chart import Point
 from jupyter_ddl.present.clip import clip
 
-#: one colour per replica, in order of appearance (readable on light and dark themes)
+#: one colour per replica, by its place in the job (the lab's job view uses the same,
+#: labextension/style/base.css): lines and swatches at 3:1 or more on white and on the
+#: dark theme's #111 and #212121; no red, which says a failure
 PALETTE = (
-    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
-    "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+    "#1f77b4", "#bf7326", "#2ca02c", "#9467bd", "#138d90", "#c2489b", "#8f8f2a", "#7f7f7f",
 )  # fmt: skip
 
 Series = list[Point]  # (step, value)
@@ -128,8 +129,11 @@ class DashboardState:
         self.notebook, self.cell_id = st.notebook, st.cell_id
         self.backoff_limit = st.backoff_limit
         self.image, self.image_pushed, self.warnings = st.image, st.image_pushed, st.warnings
-        for rs in st.replicas:
+        for i, rs in enumerate(st.replicas):
             self._replica_status(rs)
+            # by its place in the job, not by which replica spoke first: the same
+            # colour in every cell, record and the lab's job view
+            self.replicas[rs.id].color = PALETTE[i % len(PALETTE)]
 
     def _replica(self, event: JobEvent) -> None:
         if event.replica_status is not None:

@@ -15,21 +15,29 @@ from html import escape
 from typing import Any
 
 from jupyter_ddl.core.failures import Diagnosis
-from jupyter_ddl.core.states import ReplicaState
 from jupyter_ddl.i18n import N_, tr
 from jupyter_ddl.present.chart import svg_charts
 from jupyter_ddl.present.state import DashboardState, format_elapsed, format_resources
 
+# Text colours at 4.5:1 or more: the lab extension's stylesheet sets each variable for
+# the light and the dark theme (labextension/style/base.css); the fallback, for a
+# record read elsewhere, is the light theme's.
 _STATE_COLORS = {
-    "Succeeded": "#2ca02c",
-    "Failed": "#d62728",
-    "Cancelled": "#7f7f7f",
-    "Running": "#1f77b4",
-    "Restarting": "#ff7f0e",
+    "Succeeded": "var(--jp-ddl-state-succeeded,#1b5e20)",
+    "Failed": "var(--jp-ddl-state-failed,#b71c1c)",
+    "Cancelled": "var(--jp-ddl-state-cancelled,#616161)",
+    "Running": "var(--jp-ddl-state-running,#0d47a1)",
+    "Restarting": "var(--jp-ddl-state-restarting,#bf360c)",
 }
 FG = "color:var(--jp-ui-font-color1,inherit)"
-MUTED = "color:var(--jp-ui-font-color2,#777)"
-RED = "#d62728"
+MUTED = "color:var(--jp-ui-font-color2,#616161)"
+RED = "var(--jp-ddl-state-failed,#b71c1c)"
+
+
+def swatch(color: str) -> str:
+    """A replica's colour beside its name (the name stays in the text colour)."""
+    return f"<span aria-hidden='true' style='color:{color}'>■</span> "
+
 
 #: a job's or replica's state as a learner reads it (the data stays English)
 _STATE_WORDS = {
@@ -110,7 +118,7 @@ def header_text(st: DashboardState, now: float | None = None) -> str:
 
 
 def header_html(st: DashboardState, now: float | None = None) -> str:
-    color = _STATE_COLORS.get(st.state, "#333")
+    color = _STATE_COLORS.get(st.state, "inherit")
     extra = "".join(f" <span>— {escape(t)}</span>" for t in notes(st))
     if st.detached:
         said = escape(tr("detached (`%ddl attach {name}` follows it again)", name=st.name))
@@ -218,10 +226,6 @@ def columns() -> list[str]:
     return [tr(c) for c in COLUMNS]
 
 
-#: replica states whose process has ended
-ENDED = frozenset(s.value for s in ReplicaState if s.finished)
-
-
 def rows(st: DashboardState) -> list[list[str]]:
     out = []
     for rid, v in st.replicas.items():
@@ -231,8 +235,7 @@ def rows(st: DashboardState) -> list[list[str]]:
         out.append(
             [
                 v.label, state_word(v.state), str(v.restarts), exit_, st.latest_metric(rid),
-                # a usage sample of a process that ended says nothing ("memory 0 B")
-                "" if v.state in ENDED else format_resources(v.resources), v.message or "",
+                format_resources(v.resources), v.message or "",
             ]
         )  # fmt: skip
     return out
@@ -252,7 +255,7 @@ def table_html(st: DashboardState) -> str:
     )
     body = []
     for (rid, v), row in zip(st.replicas.items(), rows(st), strict=True):
-        cells = [f"<td style='color:{v.color};padding-right:8px'><b>{escape(row[0])}</b></td>"]
+        cells = [f"<td style='padding-right:8px'>{swatch(v.color)}<b>{escape(row[0])}</b></td>"]
         cells += [f"<td style='padding-right:8px'>{escape(c)}</td>" for c in row[1:]]
         body.append(f"<tr data-replica='{escape(rid)}'>" + "".join(cells) + "</tr>")
     return (
@@ -272,7 +275,8 @@ def log_html(
     out = []
     for rid, text in lines:
         tag = (
-            f"<span style='color:{colors.get(rid, '#333')}'>[{escape(rid)}]</span> "
+            f"<span style='border-left:3px solid {colors.get(rid, '#7f7f7f')};padding-left:3px'>"
+            f"[{escape(rid)}]</span> "
             if prefix
             else ""
         )

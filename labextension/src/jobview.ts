@@ -172,7 +172,7 @@ export class JobView extends Panel {
         r.state,
         String(r.restarts),
         r.exit_code ?? '',
-        formatResources(r.resources, r.state),
+        formatResources(r.resources),
         r.message ?? ''
       ];
       for (const cell of cells) {

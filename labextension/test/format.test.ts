@@ -47,11 +47,6 @@ test('formatResources uses binary units and the dashboard words', () => {
   assert.equal(formatResources(undefined), '');
 });
 
-test('formatResources says nothing of a replica whose process ended', () => {
-  assert.equal(formatResources({ memory_bytes: 0, cpu_percent: 0 }, 'Succeeded'), '');
-  assert.equal(formatResources({ memory_bytes: 0 }, 'Failed'), '');
-  assert.equal(formatResources({ memory_bytes: 2048 }, 'Running'), 'memory 2.0 KiB');
-});
 
 test('basename keeps the last path part', () => {
   assert.equal(basename('work/train.ipynb'), 'train.ipynb');

@@ -63,17 +63,11 @@ function bytes(value: number): string {
   return i ? `${value.toFixed(1)} ${units[i]}` : `${Math.round(value)} B`;
 }
 
-/** Replica states whose process has ended. */
-const ENDED = new Set(['Succeeded', 'Failed', 'Terminated']);
-
 /**
  * `CPU 57%, memory 1.2 GiB, GPU 93%, GPU memory 10.2 GiB`: the same words as the
  * cell's dashboard (jupyter_ddl/widgets/state.py format_resources).
  */
-export function formatResources(values: Record<string, number> | undefined, state?: string): string {
-  if (state !== undefined && ENDED.has(state)) {
-    return ''; // a sample of a process that ended says nothing ("memory 0 B")
-  }
+export function formatResources(values: Record<string, number> | undefined): string {
   const v = values ?? {};
   const out: string[] = [];
   if (v.cpu_percent !== undefined) {
