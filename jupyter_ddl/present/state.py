@@ -261,6 +261,18 @@ _HANDLERS = {
 }
 
 
+def format_start(when: float | None, now: float | None = None) -> str:
+    """``14:05 UTC`` (today), else ``3 Nov 14:05 UTC``: when a job started, in the
+    kernel's local time with its zone named (a notebook server's clock may not be the
+    reader's), for beside its duration."""
+    if when is None:
+        return ""
+    at, today = time.localtime(when), time.localtime(now if now is not None else time.time())
+    same_day = at[:3] == today[:3]
+    text = time.strftime("%H:%M %Z" if same_day else "%d %b %H:%M %Z", at).strip()
+    return text.lstrip("0") if not same_day else text
+
+
 def format_elapsed(seconds: float) -> str:
     s = int(seconds)
     return (

@@ -17,7 +17,12 @@ from typing import Any
 from jupyter_ddl.core.failures import Diagnosis
 from jupyter_ddl.i18n import N_, tr
 from jupyter_ddl.present.chart import svg_charts
-from jupyter_ddl.present.state import DashboardState, format_elapsed, format_resources
+from jupyter_ddl.present.state import (
+    DashboardState,
+    format_elapsed,
+    format_resources,
+    format_start,
+)
 
 # Text colours at 4.5:1 or more: the lab extension's stylesheet sets each variable for
 # the light and the dark theme (labextension/style/base.css); the fallback, for a
@@ -110,7 +115,8 @@ def job_message(st: DashboardState) -> str | None:
 
 def header_text(st: DashboardState, now: float | None = None) -> str:
     parts = [st.name, st.strategy or "?", st.backend or "?", state_word(st.state)]
-    parts += [format_elapsed(st.elapsed(now)), restarts_text(st), source_text(st), image_text(st)]
+    parts += [started_text(st, now), format_elapsed(st.elapsed(now))]
+    parts += [restarts_text(st), source_text(st), image_text(st)]
     line = " · ".join(p for p in parts if p) + "".join(f" — {t}" for t in notes(st))
     if st.detached:
         line += " — " + tr("detached (`%ddl attach {name}` follows it again)", name=st.name)
@@ -128,11 +134,19 @@ def header_html(st: DashboardState, now: float | None = None) -> str:
         for t in (restarts_text(st), source_text(st), image_text(st))
         if t
     )
+    started = f"{escape(t)} · " if (t := started_text(st, now)) else ""
     return (
         f"<b>{escape(st.name)}</b> · {escape(st.strategy or '?')} · {escape(st.backend or '?')} · "
         f'<b class="ddl-state" data-state="{escape(st.state)}" style="color:{color}">'
-        f"{escape(state_word(st.state))}</b> · {format_elapsed(st.elapsed(now))}{more}{extra}"
+        f"{escape(state_word(st.state))}</b> · {started}{format_elapsed(st.elapsed(now))}"
+        f"{more}{extra}"
     )
+
+
+def started_text(st: DashboardState, now: float | None = None) -> str:
+    """``started 14:05 UTC``: when the job started (else when it was created)."""
+    when = format_start(st.started or st.created, now)
+    return tr("started {time}", time=when) if when else ""
 
 
 def _code(text: str) -> str:

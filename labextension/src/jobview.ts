@@ -9,7 +9,8 @@ import { Panel, Widget } from '@lumino/widgets';
 
 import { MetricsChart } from './chart';
 import { el, message } from './dom';
-import { basename, formatElapsed, formatResources, replicaLabel, stateIcon } from './pure/format';
+import { basename, formatResources, replicaLabel, stateIcon } from './pure/format';
+import { startedAndElapsed } from './pure/jobs';
 import { runAction } from './jobactions';
 import { JobModel } from './jobmodel';
 import { JobLogs } from './logview';
@@ -103,7 +104,7 @@ export class JobView extends Panel {
     const meta = el(
       'div',
       'jp-DDL-jobmeta',
-      `${job.strategy} · ${job.backend}${image}${ready} · ${formatElapsed(job.elapsed)}`
+      `${job.strategy} · ${job.backend}${image}${ready} · ${startedAndElapsed(job)}`
     );
     const parts: HTMLElement[] = [title, meta];
     if (job.backoff_limit !== undefined && job.backoff_limit !== null) {
