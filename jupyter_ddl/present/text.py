@@ -183,6 +183,11 @@ def localized_message(message: str | None, found: Diagnosis | None) -> str | Non
         line = found.line
         if message.startswith(line):
             return cause_line(found) + message[len(line) :]
+        # written while the replicas failed, the line may name fewer consequences than
+        # the final diagnosis (a peer stopped by the job's end since): the final one
+        head, sep, rest = message.partition(" — ")
+        if sep and head.startswith(f"{found.root.label} failed first: "):
+            return cause_line(found) + sep + rest
     return message
 
 
