@@ -25,6 +25,25 @@ AXE_RUN = """async (selector) => {
 }"""
 
 
+#: the contrast of an element's text against the first opaque background behind it
+CONTRAST = """(node) => {
+  const rgb = c => c.match(/[\\d.]+/g).map(Number);
+  let bg = null;
+  for (let n = node; n && !bg; n = n.parentElement) {
+    const c = rgb(getComputedStyle(n).backgroundColor);
+    if (c.length < 4 || c[3] === 1) { bg = c; }
+  }
+  bg = bg || [255, 255, 255];
+  const lum = c => {
+    const [r, g, b] = c.slice(0, 3).map(v => v / 255)
+      .map(v => v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const [a, b] = [lum(rgb(getComputedStyle(node).color)), lum(bg)].sort((x, y) => y - x);
+  return (a + 0.05) / (b + 0.05);
+}"""
+
+
 @pytest.fixture
 def finished_job(data_dir, tmp_path, monkeypatch):
     """A finished local job, and a Kubernetes backend the user set up wrongly (a kube
@@ -43,7 +62,8 @@ def finished_job(data_dir, tmp_path, monkeypatch):
     b = LocalBackend()
     b.submit(JobSpec(name=JOB, strategy="tf-mirrored", replicas={"Worker": 1},
                      notebook="work/train.ipynb"),
-             build_bundle("print('loss=0.5')\n"))  # fmt: skip
+             build_bundle("import sys\nprint('loss=0.5')\n"
+                          "print('a warning on stderr', file=sys.stderr)\n"))  # fmt: skip
     deadline = time.monotonic() + 60
     while not b.get(JOB).state.finished:
         assert time.monotonic() < deadline
@@ -79,6 +99,11 @@ def test_panel_and_job_view_have_no_serious_axe_violation(
         found = {"panel": page.evaluate(AXE_RUN, "#jupyter-ddl-jobs")}
         view = lp.open_job(finished_job)
         page.wait_for_selector(f'{view} .jp-DDL-log[data-replica="worker-0"]', state="attached")
+        # a line the job wrote on stderr is coloured: its contrast is checked too
+        stderr = f"{view} .jp-DDL-stderr:has-text('a warning on stderr')"
+        page.wait_for_selector(stderr)
+        # axe leaves text in a scrolled box for review rather than failing it: measured here
+        assert page.locator(stderr).first.evaluate(CONTRAST) >= 4.5
         page.wait_for_timeout(500)
         found["job view"] = page.evaluate(AXE_RUN, view)
         page.screenshot(path=str(artifacts / f"a11y-{theme}.png"))
