@@ -5,6 +5,7 @@
  * sidebar, the job view and the palette commands share these; node unit tests cover them.
  */
 import { IJobSummary } from '../tokens';
+import { plainWords } from './format';
 
 export type JobAction = 'cancel' | 'delete';
 
@@ -81,7 +82,7 @@ export function actionFailedLine(action: JobAction, name: string, failure: IFail
   if (failure.status === 0) {
     return `Could not ${verb} ${name}: the Jupyter server does not answer. Check that it runs, then try again.`;
   }
-  const message = failure.message.split('\n')[0].slice(0, 300);
+  const message = plainWords(failure.message.split('\n')[0]).slice(0, 300);
   return `Could not ${verb} ${name}: ${message}`;
 }
 

@@ -32,6 +32,22 @@ export function flagsFor(choice: IChoice, defaultBackend: string): string {
   return parts.join(' ');
 }
 
+/**
+ * What is wrong with a count typed in the dialog, in one line, or null: it must be a
+ * whole number from `min` to `max` (null: no upper limit). Never corrected silently:
+ * a 0 the user typed is said, not turned into 1.
+ */
+export function countProblem(label: string, raw: string, min: number, max: number | null): string | null {
+  const range = max === null ? `${min} or more` : min === max ? `${min}` : `from ${min} to ${max}`;
+  const text = raw.trim();
+  const value = Number(text);
+  if (text === '' || !Number.isInteger(value) || value < min || (max !== null && value > max)) {
+    const given = text === '' ? 'nothing was given' : `${text.slice(0, 20)} was given`;
+    return `${label} must be a whole number ${range} for this strategy; ${given}.`;
+  }
+  return null;
+}
+
 /** The cell's code without a `%%distribute` first line. */
 export function cellBody(source: string): string {
   const lines = source.split('\n');

@@ -6,6 +6,7 @@
 import type { IPoll } from '@lumino/polling';
 
 import { IJobSummary } from '../tokens';
+import { formatElapsed, plainWords } from './format';
 
 /** How much slower to poll when nothing is running. */
 export const IDLE_FACTOR = 5;
@@ -150,7 +151,17 @@ export function endedSince(
 /** The notification's one line: the end state, and for a failure the job's message. */
 export function endedLine(job: IJobSummary): string {
   const what = { Succeeded: 'succeeded', Failed: 'failed', Cancelled: 'was cancelled' }[job.state as string] ?? 'ended';
-  const cause = job.state === 'Failed' && job.message ? `: ${job.message.split('\n')[0]}` : '';
+  const cause = job.state === 'Failed' && job.message ? `: ${plainWords(job.message.split('\n')[0])}` : '';
   const line = `Training job ${job.name} ${what}${cause}`;
   return line.length > 200 ? `${line.slice(0, 199)}…` : line;
+}
+
+/** `started 3:14 PM · 18s`: when a job started (else when it was created), in the
+ * reader's local time, beside how long it ran. */
+export function startedAndElapsed(
+  job: Pick<IJobSummary, 'started' | 'created' | 'elapsed'>,
+  now: Date = new Date()
+): string {
+  const start = formatStart(job.started ?? job.created, now);
+  return [start ? `started ${start}` : '', formatElapsed(job.elapsed)].filter(Boolean).join(' · ');
 }
