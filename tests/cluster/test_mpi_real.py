@@ -10,10 +10,14 @@ anything is created.
 from __future__ import annotations
 
 import hashlib
+import json
+import threading
+import uuid
 
 import pytest
 
 from jupyter_ddl.core.bundle import build_bundle
+from jupyter_ddl.core.placement import GangScheduling
 from jupyter_ddl.errors import ValidationError
 from jupyter_ddl.models import JobSpec, JobState
 from tests.cluster.test_distribute_real import lines, manager, run_cell  # noqa: F401
@@ -108,3 +112,39 @@ def test_a_notebook_image_without_sshd_is_refused_before_anything_is_created(
         "-n", NAMESPACE, "get", "mpijobs,configmaps,secrets", "-o", "name", kubeconfig=ADMIN
     )
     assert "real-nosshd" not in left.stdout, left.stdout
+
+
+def test_a_gang_mpijob_is_taken_by_the_real_operator_and_starts(manager):  # noqa: F811
+    """`--gang` on an MPIJob: the gang counts the workers only and the launcher waits for
+    Ready workers, so neither waits on the other. The real operator keeps what the
+    product writes and starts the job. (No gang scheduler runs on the tier: the
+    PodGroup is left to the operator, and the pods go to kube-scheduler.)"""
+    built("mpi-operator")
+    name = f"real-gang-{uuid.uuid4().hex[:6]}"
+    spec = JobSpec(
+        name=name,
+        strategy="horovod",
+        replicas={"Worker": 2},
+        backend="kubernetes",
+        namespace=NAMESPACE,
+        image="mpioperator/openmpi:0.8.0",
+        gang=GangScheduling(scheduler="volcano"),
+        backend_options={"gang_podgroup": "operator"},
+    )
+    manager.submit(spec, build_bundle(MPI_CELL))
+    try:
+        got = kubectl("-n", NAMESPACE, "get", "mpijob", name, "-o", "json", kubeconfig=ADMIN)
+        stored = json.loads(got.stdout)["spec"]
+        assert stored["launcherCreationPolicy"] == "WaitForWorkersReady", stored
+        assert stored["runPolicy"]["schedulingPolicy"]["minAvailable"] == 2, stored
+        stop = threading.Event()
+        timer = threading.Timer(240, stop.set)
+        timer.start()
+        try:
+            events = list(manager.watch(name, stop=stop))
+        finally:
+            timer.cancel()
+        final = [e.status for e in events if e.status is not None]
+        assert final and final[-1].state is JobState.SUCCEEDED, (final[-1:], lines(events))
+    finally:
+        manager.delete(name)
