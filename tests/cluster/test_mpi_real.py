@@ -138,7 +138,7 @@ def test_a_gang_mpijob_is_taken_by_the_real_operator_and_starts(manager):  # noq
         assert stored["launcherCreationPolicy"] == "WaitForWorkersReady", stored
         assert stored["runPolicy"]["schedulingPolicy"]["minAvailable"] == 2, stored
         stop = threading.Event()
-        timer = threading.Timer(240, stop.set)
+        timer = threading.Timer(180, stop.set)
         timer.start()
         try:
             events = list(manager.watch(name, stop=stop))
