@@ -246,9 +246,9 @@ import torch.distributed as dist
 # optimizer and the step to a folder every replica reads (on a cluster: a volume all
 # pods mount), writing a new file and renaming it, so a crash never leaves half a
 # checkpoint. Every worker that starts loads it and carries on from the next step, on
-# its share of the data for the world it now has. It stops at step 24 (60 without
-# quick mode), but not with fewer than three workers: this run always ends with the
-# whole world. Three settings go with it:
+# its share of the data for the world it now has. It stops after step 24 (60 without
+# quick mode), and its last five steps wait for all three workers: this run always
+# ends with the whole world. Three settings go with it:
 #
 # - `PET_MAX_RESTARTS=3`: torchrun may restart its workers after a failure (the
 #   default, 0, ends the job at the first);
@@ -298,7 +298,10 @@ y = x @ torch.arange(8.0).unsqueeze(1) / 8
 restart = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
 print(f"rank {{rank}} of {{world}}, restart {{restart}}, from step {{start}}")
 step = start
-while step < {ELASTIC_STEPS} or world < 3:  # the last steps with the whole world
+while step < {ELASTIC_STEPS}:
+    if world < 3 and step >= {ELASTIC_STEPS} - 5:  # the last five wait for the whole world
+        time.sleep(0.25)
+        continue
     xs, ys = x[rank::world], y[rank::world]  # this world's share of the data
     loss = torch.nn.functional.mse_loss(model(xs), ys)
     opt.zero_grad()
@@ -517,7 +520,7 @@ outcome["ok"] = (
     and outcome["elastic_state"] == "Succeeded"
     and outcome["elastic_worlds"] == [3, 2, 3]
     and outcome["elastic_resumed"]
-    and outcome["elastic_last_step"] >= ELASTIC_STEPS - 1
+    and outcome["elastic_last_step"] == ELASTIC_STEPS - 1
     and outcome["elastic_loss_fell"]
 )
 outcome

@@ -329,7 +329,7 @@ def test_parallelism(run_notebook, lang):
     # the checkpoint each time, to the last step
     assert outcome["elastic_state"] == "Succeeded"
     assert outcome["elastic_worlds"] == [3, 2, 3] and outcome["elastic_resumed"] is True
-    assert outcome["elastic_last_step"] >= 23 and outcome["elastic_loss_fell"] is True
+    assert outcome["elastic_last_step"] == 23 and outcome["elastic_loss_fell"] is True
     said = code_outputs(nb, "segments = []")
     assert re.search(r"world 2 +\(restart 1\) +steps +\d+ to +\d+", said), said
     assert outcome["zero3_gib"] == pytest.approx(16 * 7.5e9 / 64 / 2**30, abs=0.01)
@@ -661,7 +661,7 @@ def _cut(nb: nbformat.NotebookNode, sections: list[int]) -> nbformat.NotebookNod
         )
         if heading:
             current = int(heading.group(1))
-        elif cell.cell_type == "markdown" and re.search(r"^## ", cell.source, re.M):
+        elif current and cell.cell_type == "markdown" and re.search(r"^## ", cell.source, re.M):
             current = -1  # an unnumbered section after the numbered ones: the summary
         if current == 0 or current in sections:
             kept.append(cell)
