@@ -234,7 +234,7 @@ def to_target(target, sizes, batch=64, max_steps=600):
 # %%
 %%distribute --strategy torch-ddp --replicas $processes $gpu_flag --env DDL_WORKSHOP_QUICK=$QUICK --wait
 measure(channels, global_batch, steps, windows, sizes)
-to_target(0.9, sizes)
+to_target(0.85, sizes)
 
 # %%
 from jupyter_ddl import default_manager
@@ -381,7 +381,7 @@ else:
 # ## Time to a target accuracy
 #
 # Samples per second says how fast the steps go; what you wait for is a model that
-# is good enough. The same job then trained a small classifier until 90% of a held-out set was
+# is good enough. The same job then trained a small classifier until 85% of a held-out set was
 # right, with 1 and with 2 processes, two ways:
 #
 # - **fixed global batch** (64 samples a step, 32 per process at 2): the same steps
@@ -456,6 +456,6 @@ outcome["ok"] = (
     and len(outcome["windows"]) == 2 * len(counts)
     and all(w == windows for w in outcome["windows"].values())
     and len(reached) == 4
-    and all(v["target_acc"] >= 0.9 for v in reached.values())
+    and all(v["target_acc"] >= 0.85 for v in reached.values())
 )
 outcome

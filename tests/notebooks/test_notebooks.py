@@ -234,11 +234,11 @@ def test_why_it_helps_plots_samples_per_second_from_real_runs(run_notebook, lang
     assert f"load average before the sweep: {outcome['load_before']:.1f}" in said
     assert f"load average just after: {outcome['load_after']:.1f}" in said
     # time to a target accuracy, beside throughput: both ways of batching, 1 and 2
-    # processes, each reached 90%; a fixed global batch is the same arithmetic, so the
+    # processes, each reached 85%; a fixed global batch is the same arithmetic, so the
     # same steps (give or take one evaluation) whatever the number of processes
     reached = outcome["to_target"]
     assert set(reached) == {"1-fixed", "2-fixed", "1-grows", "2-grows"}, reached
-    assert all(v["accuracy"] >= 0.9 and v["seconds"] > 0 for v in reached.values())
+    assert all(v["accuracy"] >= 0.85 and v["seconds"] > 0 for v in reached.values())
     assert abs(reached["1-fixed"]["steps"] - reached["2-fixed"]["steps"]) <= 5, reached
     assert "reach it" in code_outputs(nb, "reached = {}")
     # the shipped reference plot is shown with its label (machine and load)
