@@ -397,6 +397,40 @@ losses = elastic_change.values("loss")
 print(f"loss {losses[0]:.4f} at the start, {losses[-1]:.5f} at the end")
 shutil.rmtree(shared, ignore_errors=True)
 
+# %% [markdown] ex-checkpoint
+# ### Try this
+#
+# Why a new file and a rename? Save a checkpoint of step 1, then play a crash halfway
+# through saving step 2: write only the first half of its bytes, once straight into
+# `checkpoint.pt`, once into `checkpoint.pt.new` as the loop above does (the crash
+# comes before the rename). Load `checkpoint.pt` after each.
+# **Expected:** written straight, the file is half a checkpoint and `torch.load`
+# fails; written beside it, `checkpoint.pt` still loads, at step 1, and the restarted
+# workers lose one step, not the run.
+
+# %% solution
+import io
+
+import torch
+
+folder = Path(tempfile.mkdtemp(prefix="ddl-ckpt-"))
+path = folder / "checkpoint.pt"
+torch.save({"step": 1, "w": torch.zeros(1000)}, path)
+buffer = io.BytesIO()
+torch.save({"step": 2, "w": torch.ones(1000)}, buffer)
+half = buffer.getvalue()[: len(buffer.getvalue()) // 2]  # what a crash mid-write leaves
+loads = {}
+for target in (path.with_name("checkpoint.pt.new"), path):  # beside it, then straight
+    target.write_bytes(half)
+    try:
+        loads[target.name] = f"loads, step {torch.load(path)['step']}"
+    except Exception as e:  # torch has its own errors for a torn file
+        loads[target.name] = f"is torn ({type(e).__name__})"
+    print(f"crash while writing {target.name}: checkpoint.pt {loads[target.name]}")
+assert loads["checkpoint.pt.new"] == "loads, step 1", loads
+assert loads["checkpoint.pt"].startswith("is torn"), loads
+shutil.rmtree(folder)
+
 # %% [markdown] tpu
 # ## 4. TPUs
 #

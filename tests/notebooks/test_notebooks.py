@@ -332,6 +332,10 @@ def test_parallelism(run_notebook, lang):
     assert outcome["elastic_last_step"] == 23 and outcome["elastic_loss_fell"] is True
     said = code_outputs(nb, "segments = []")
     assert re.search(r"world 2 +\(restart 1\) +steps +\d+ to +\d+", said), said
+    # the checkpoint exercise: a torn file when written straight, the last one kept beside
+    torn = code_outputs(nb, "import io")
+    assert "writing checkpoint.pt: checkpoint.pt is torn" in torn
+    assert "writing checkpoint.pt.new: checkpoint.pt loads, step 1" in torn
     assert outcome["zero3_gib"] == pytest.approx(16 * 7.5e9 / 64 / 2**30, abs=0.01)
     assert outcome["ok"] is True
     assert "google.com/tpu: 8" in code_outputs(nb, "%%distribute --strategy tf-tpu")
