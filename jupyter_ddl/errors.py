@@ -78,6 +78,12 @@ class UnknownBackend(BackendUnavailable):
     http_status = 400
 
 
+class BackendNotConfigured(BackendUnavailable):
+    """The backend was never set up here (Kubernetes: no KUBECONFIG, no ~/.kube/config,
+    not in a cluster pod): a local-only user's normal case, not a fault to report in
+    every job list."""
+
+
 class ClusterUnreachable(BackendUnavailable):
     """The cluster's API did not answer: connection refused, timeout, TLS or proxy
     failure, unknown host."""

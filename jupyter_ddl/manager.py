@@ -21,6 +21,7 @@ from jupyter_ddl.backends.base import LogOptions
 from jupyter_ddl.config import Config, load_config
 from jupyter_ddl.core.metrics import METRIC_MARKER, parse_metric_line
 from jupyter_ddl.errors import (
+    BackendNotConfigured,
     BackendUnavailable,
     DDLError,
     JobNotFound,
@@ -160,15 +161,22 @@ class JobManager:
         UNAVAILABLE_RETRY_S; the others are added to ``skipped`` with their reason."""
         for name in names:
             why = self._recently_down(name)
-            if why is not None:
-                skipped.append(why)
-                continue
-            try:
-                backend = self.backend(name)
-            except Exception as e:  # noqa: BLE001 - not installed / not configured / a bug
-                skipped.append(self._mark_down(name, e))
-                continue
-            yield backend
+            if why is None:
+                try:
+                    backend = self.backend(name)
+                except Exception as e:  # noqa: BLE001 - not installed / not configured / a bug
+                    why = self._mark_down(name, e)
+                else:
+                    yield backend
+                    continue
+            self._skip(why, skipped)
+
+    def _skip(self, why: Unavailable, skipped: list[Unavailable]) -> None:
+        """Adds ``why`` to ``skipped``, unless its backend was never set up here and is
+        not the one the user chose: it holds no job of theirs, and naming it in every
+        list would only alarm a local-only user."""
+        if why.error != BackendNotConfigured.__name__ or why.backend == self.config.backend:
+            skipped.append(why)
 
     # -- jobs -----------------------------------------------------------------
     def submit(self, spec: JobSpec, bundle: CodeBundle) -> JobHandle:
@@ -254,7 +262,7 @@ class JobManager:
             except JobNotFound:
                 asked.append(b.name)
             except Exception as e:  # noqa: BLE001 - one backend failing must not hide the others
-                skipped.append(self._mark_down(b.name, e))
+                self._skip(self._mark_down(b.name, e), skipped)
         also = "".join(f"; {u.message}" for u in skipped)
         said = (
             tr("no job named {name!r} in {backends}", name=name, backends=", ".join(asked))
@@ -279,7 +287,7 @@ class JobManager:
             try:
                 out.jobs.extend(b.list(notebook=notebook))
             except Exception as e:  # noqa: BLE001 - one backend failing must not hide the others
-                out.unavailable.append(self._mark_down(b.name, e))
+                self._skip(self._mark_down(b.name, e), out.unavailable)
         out.jobs.sort(key=lambda j: j.created or 0, reverse=True)
         return out
 

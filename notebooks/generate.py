@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -242,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
         for path, text in outputs(student=args.student.resolve()).items():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
+        # the scaling notebook shows the reference plot stored beside the notebooks
+        shutil.copytree(HERE / "reference", args.student / "reference", dirs_exist_ok=True)
         print(f"wrote the learners' notebooks, without solutions, to {args.student}")
         return 0
     if args.status:

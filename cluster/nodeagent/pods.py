@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import crilog, envs, volumes
+from . import crilog, envs, image, volumes
 from .envs import ConfigError
 from .sandbox import Sandbox
 
@@ -27,6 +27,10 @@ PIDDIR: Path | None = None
 
 def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+class StartFailed(Exception):
+    """The image cannot run the container's command: the runtime's words."""
 
 
 class PodRunner:
@@ -105,6 +109,9 @@ class PodRunner:
         argv = envs.command_line(c, defined)
         if not argv:
             raise OSError("the container names no command (images are not run here)")
+        refused = image.start_error(c.get("image") or "", argv)
+        if refused:
+            raise StartFailed(refused)
         cwd = c.get("workingDir") or None
         if self.sandbox is None:
             base = {
@@ -117,7 +124,14 @@ class PodRunner:
             vols = {v["name"]: v for v in self.pod["spec"].get("volumes") or []}
             mounts = volumes.plan_mounts(c, vols, self.sources, {**base, **defined})
             argv = self.sandbox.wrap(
-                self.pod, self.netns, argv, mounts, cwd, f"{c['name']}-{restart}"
+                self.pod,
+                self.netns,
+                argv,
+                mounts,
+                cwd,
+                f"{c['name']}-{restart}",
+                {**base, **defined},
+                c.get("image") or "",
             )
             cwd = None
         writer = crilog.Writer(self.log_path(c["name"], restart))
@@ -251,6 +265,10 @@ class PodRunner:
         cid = f"process://{self.uid}-{name}-{restart}"
         try:
             p = self._exec(c, restart)
+        except StartFailed as e:
+            # as containerd reports it: a run that ended at once, exit code 128
+            self._ended(table, name, terminated(128, "StartError", now(), cid, str(e)), restart)
+            return 128
         except ConfigError as e:
             with self.lock:
                 table[name] = {
@@ -287,23 +305,23 @@ class PodRunner:
             (PIDDIR / str(p.pid)).unlink(missing_ok=True)
         # a signal death reads as the runtime reports it: 128 + the signal
         code = 128 - code if code < 0 else code
+        reason = "Completed" if code == 0 else "Error"
+        self._ended(table, name, terminated(code, reason, started, cid), restart)
+        return code
+
+    def _ended(
+        self, table: dict[str, dict[str, Any]], name: str, term: dict[str, Any], restart: int
+    ) -> None:
         with self.lock:
             table[name] = {
                 **table[name],
+                "restartCount": restart,
+                "containerID": term["containerID"],
                 "ready": False,
                 "started": False,
-                "state": {
-                    "terminated": {
-                        "exitCode": code,
-                        "reason": "Completed" if code == 0 else "Error",
-                        "startedAt": started,
-                        "finishedAt": now(),
-                        "containerID": cid,
-                    }
-                },
+                "state": {"terminated": term},
             }
         self._publish()
-        return code
 
     # -- status ------------------------------------------------------------------
     def _publish(self, failed: bool = False) -> None:
@@ -340,6 +358,13 @@ class PodRunner:
         if self.sandbox is None or self.prepared:
             status["podIP"], status["podIPs"] = self.pod_ip, [{"ip": self.pod_ip}]
         self.report(status)
+
+
+def terminated(
+    code: int, reason: str, started: str, cid: str, message: str | None = None
+) -> dict[str, Any]:
+    term = {"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now()}
+    return {**term, "containerID": cid, **({"message": message} if message else {})}
 
 
 def waiting(name: str, reason: str) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import hosts, volumes
+from . import hosts, image, volumes
 from .api import Api, ApiError
 from .envs import Fetch
 from .netns import Network
@@ -144,13 +144,20 @@ class Sandbox:
         mounts: list[volumes.Mount],
         cwd: str | None,
         tag: str,
+        env: dict[str, str],
+        image_ref: str = "",
     ) -> list[str]:
-        """The command line that runs `argv` inside the pod's namespaces."""
+        """The command line that runs `argv` inside the pod's namespaces; ENV is the
+        container's environment (the image stand-in's ssh sessions get its PATH)."""
         resolv = self.pod_dir(pod) / "resolv.conf"
         if not resolv.exists():
             resolv.write_text(RESOLV_CONF)
         own = {m.target for m in mounts}
         files = [(str(self.hosts_file(pod)), "/etc/hosts"), (str(resolv), "/etc/resolv.conf")]
+        if not image.lacks(image_ref, "/usr/sbin/sshd"):
+            files += image.ssh_mounts(
+                self.pod_dir(pod), env.get("PATH", ""), env.get("PYTHONPATH", "")
+            )
         hosts_mount = [[src, dst, True] for src, dst in files if dst not in own]
         plan = {
             # a pod on the host network keeps the machine's hostname, as the kubelet does

@@ -264,7 +264,8 @@ def diagnose(replicas: Sequence[ReplicaOutcome]) -> Diagnosis:
     side (a ``symptom``) never leads while another candidate does not read so; among
     the rest, one that raised an exception of its own comes before one that only ended
     (an MPI rank that printed nothing wrong), then the first to fail. Every other
-    failed replica is a consequence, in the order they failed."""
+    failed replica is a consequence, in the order they failed, then each stopped one
+    whose own lines show a peer's failure."""
     failed = [r for r in replicas if _failed(r)]
     if not failed:
         return Diagnosis(None)
@@ -275,6 +276,9 @@ def diagnose(replicas: Sequence[ReplicaOutcome]) -> Diagnosis:
     )
     root = min(found, key=lambda f: (f.symptom is not None, f.exception is None, found.index(f)))
     consequences = [f for f in found if f is not root and any(f.replica == r.id for r in failed)]
+    # a peer that lost the root (its own lines say so) and was then stopped by the job's
+    # end is a consequence too: the job's message named it while it was failing
+    consequences += [f for f in stopped if f.symptom and f.replica != root.replica]
     return Diagnosis(root, consequences)
 
 

@@ -35,6 +35,19 @@ class LogLine:
     stream: str = "stdout"
 
 
+#: the stream of jupyter-ddl's own notes in a replica's log (exits, restarts, stops)
+NOTE_STREAM = "ddl"
+#: how the local backend's note on a replica started without its warm interpreter
+#: begins: kept in the log file (``%ddl logs``, the benchmarks), never shown as the
+#: first line of the user's output in the dashboard, the record or the lab
+COLD_START = "cold start: "
+
+
+def internal_note(stream: str, text: str) -> bool:
+    """True for a note about how jupyter-ddl ran the job rather than about the job."""
+    return stream == NOTE_STREAM and text.startswith(COLD_START)
+
+
 @dataclass(frozen=True)
 class JobEvent:
     """One item of a job's event stream; which fields are set depends on ``kind``."""

@@ -18,7 +18,7 @@ from jupyter_ddl.models import JobState, JobStatus
 from jupyter_ddl.notebook.flags import RaisingParser
 from jupyter_ddl.notebook.session import Session
 from jupyter_ddl.present.clip import clip
-from jupyter_ddl.present.state import DashboardState
+from jupyter_ddl.present.state import DashboardState, format_start
 from jupyter_ddl.present.text import (
     diagnosis_of,
     header_text,
@@ -115,7 +115,8 @@ def _list(session: Session, rest: list[str]) -> None:
 
 
 _LIST_COLUMNS = (
-    N_("name"), N_("backend"), N_("strategy"), N_("state"), N_("ready"), N_("age"), N_("from")
+    N_("name"), N_("backend"), N_("strategy"), N_("state"), N_("ready"), N_("started"), N_("age"),
+    N_("from"),
 )  # fmt: skip
 
 
@@ -132,7 +133,8 @@ def _print_jobs(jobs: list[JobStatus]) -> None:
         if j.message and j.message.startswith("unreadable: "):  # which file, not a guess
             state = j.message.split(" (", 1)[0].split(";", 1)[0]
         ready = f"{j.ready}/{len(j.replicas)}"
-        rows.append((j.name, j.backend, j.strategy, state, ready, age, _origin(j)))
+        started = format_start(j.started or j.created, now)
+        rows.append((j.name, j.backend, j.strategy, state, ready, started, age, _origin(j)))
     widths = [max(width(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(pad(c, w) for c, w in zip(r, widths, strict=True)).rstrip())

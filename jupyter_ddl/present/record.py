@@ -27,6 +27,7 @@ from jupyter_ddl.present.text import (
     replica_log_text,
     root_cause_html,
     root_cause_text,
+    swatch,
     table_html,
     table_text,
 )
@@ -71,8 +72,8 @@ def record_bundle(st: DashboardState, per_replica: int = PER_REPLICA) -> dict[st
         count = lines_title(kept, v.line_count)
         texts.append(f"--- {v.label} ({count})\n{replica_log_text(st, rid, n)}")
         sections.append(
-            f"<details open data-replica='{escape(rid)}'><summary style='color:{v.color}'>"
-            f"<b>{escape(v.label)}</b> <span style='{MUTED}'>({escape(count)})</span>"
+            f"<details open data-replica='{escape(rid)}'><summary>"
+            f"{swatch(v.color)}<b>{escape(v.label)}</b> <span style='{MUTED}'>({escape(count)})</span>"
             f"</summary>{replica_log_html(st, rid, n)}</details>"
         )
     texts.append(attach_line(st.name))

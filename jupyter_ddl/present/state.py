@@ -15,21 +15,21 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from jupyter_ddl.core import failures
+from jupyter_ddl.core.stream import NOTE_STREAM, internal_note
 from jupyter_ddl.i18n import tr
 from jupyter_ddl.models import EventKind, JobEvent, JobState, JobStatus, ReplicaStatus
 from jupyter_ddl.present.chart import Point
 from jupyter_ddl.present.clip import clip
 
-#: one colour per replica, in order of appearance (readable on light and dark themes)
+#: one colour per replica, by its place in the job (the lab's job view uses the same,
+#: labextension/style/base.css): lines and swatches at 3:1 or more on white and on the
+#: dark theme's #111 and #212121; no red, which says a failure
 PALETTE = (
-    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
-    "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+    "#1f77b4", "#bf7326", "#2ca02c", "#9467bd", "#138d90", "#c2489b", "#8f8f2a", "#7f7f7f",
 )  # fmt: skip
 
 Series = list[Point]  # (step, value)
 SeriesKey = tuple[str, str]  # (metric, source)
-#: jupyter-ddl's own notes about a replica (exits, restarts, stops) in its log
-NOTE_STREAM = "ddl"
 
 
 @dataclass
@@ -130,8 +130,11 @@ class DashboardState:
         self.notebook, self.cell_id = st.notebook, st.cell_id
         self.backoff_limit = st.backoff_limit
         self.image, self.image_pushed, self.warnings = st.image, st.image_pushed, st.warnings
-        for rs in st.replicas:
+        for i, rs in enumerate(st.replicas):
             self._replica_status(rs)
+            # by its place in the job, not by which replica spoke first: the same
+            # colour in every cell, record and the lab's job view
+            self.replicas[rs.id].color = PALETTE[i % len(PALETTE)]
 
     def _replica(self, event: JobEvent) -> None:
         if event.replica_status is not None:
@@ -151,6 +154,8 @@ class DashboardState:
     def _log(self, event: JobEvent) -> None:
         line = event.log
         if line is None:
+            return
+        if internal_note(line.stream, line.text):
             return
         view = self.replica(line.replica)
         if line.stream == NOTE_STREAM and line.text.startswith(failures.CANCEL_MARKER):
@@ -258,6 +263,18 @@ _HANDLERS = {
     EventKind.RESOURCE: DashboardState._resource,
     EventKind.WAITING: DashboardState._waiting,
 }
+
+
+def format_start(when: float | None, now: float | None = None) -> str:
+    """``14:05 UTC`` (today), else ``3 Nov 14:05 UTC``: when a job started, in the
+    kernel's local time with its zone named (a notebook server's clock may not be the
+    reader's), for beside its duration."""
+    if when is None:
+        return ""
+    at, today = time.localtime(when), time.localtime(now if now is not None else time.time())
+    same_day = at[:3] == today[:3]
+    text = time.strftime("%H:%M %Z" if same_day else "%d %b %H:%M %Z", at).strip()
+    return text.lstrip("0") if not same_day else text
 
 
 def format_elapsed(seconds: float) -> str:

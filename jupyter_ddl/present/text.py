@@ -17,18 +17,32 @@ from typing import Any
 from jupyter_ddl.core.failures import Diagnosis
 from jupyter_ddl.i18n import N_, tr
 from jupyter_ddl.present.chart import svg_charts
-from jupyter_ddl.present.state import DashboardState, format_elapsed, format_resources
+from jupyter_ddl.present.state import (
+    DashboardState,
+    format_elapsed,
+    format_resources,
+    format_start,
+)
 
+# Text colours at 4.5:1 or more: the lab extension's stylesheet sets each variable for
+# the light and the dark theme (labextension/style/base.css); the fallback, for a
+# record read elsewhere, is the light theme's.
 _STATE_COLORS = {
-    "Succeeded": "#2ca02c",
-    "Failed": "#d62728",
-    "Cancelled": "#7f7f7f",
-    "Running": "#1f77b4",
-    "Restarting": "#ff7f0e",
+    "Succeeded": "var(--jp-ddl-state-succeeded,#1b5e20)",
+    "Failed": "var(--jp-ddl-state-failed,#b71c1c)",
+    "Cancelled": "var(--jp-ddl-state-cancelled,#616161)",
+    "Running": "var(--jp-ddl-state-running,#0d47a1)",
+    "Restarting": "var(--jp-ddl-state-restarting,#bf360c)",
 }
 FG = "color:var(--jp-ui-font-color1,inherit)"
-MUTED = "color:var(--jp-ui-font-color2,#777)"
-RED = "#d62728"
+MUTED = "color:var(--jp-ui-font-color2,#616161)"
+RED = "var(--jp-ddl-state-failed,#b71c1c)"
+
+
+def swatch(color: str) -> str:
+    """A replica's colour beside its name (the name stays in the text colour)."""
+    return f"<span aria-hidden='true' style='color:{color}'>■</span> "
+
 
 #: a job's or replica's state as a learner reads it (the data stays English)
 _STATE_WORDS = {
@@ -103,7 +117,8 @@ def job_message(st: DashboardState) -> str | None:
 
 def header_text(st: DashboardState, now: float | None = None) -> str:
     parts = [st.name, st.strategy or "?", st.backend or "?", state_word(st.state)]
-    parts += [format_elapsed(st.elapsed(now)), restarts_text(st), source_text(st), image_text(st)]
+    parts += [started_text(st, now), format_elapsed(st.elapsed(now))]
+    parts += [restarts_text(st), source_text(st), image_text(st)]
     line = " · ".join(p for p in parts if p) + "".join(f" — {t}" for t in notes(st))
     if st.detached:
         line += " — " + tr("detached (`%ddl attach {name}` follows it again)", name=st.name)
@@ -111,7 +126,7 @@ def header_text(st: DashboardState, now: float | None = None) -> str:
 
 
 def header_html(st: DashboardState, now: float | None = None) -> str:
-    color = _STATE_COLORS.get(st.state, "#333")
+    color = _STATE_COLORS.get(st.state, "inherit")
     extra = "".join(f" <span>— {escape(t)}</span>" for t in notes(st))
     if st.detached:
         said = escape(tr("detached (`%ddl attach {name}` follows it again)", name=st.name))
@@ -121,11 +136,19 @@ def header_html(st: DashboardState, now: float | None = None) -> str:
         for t in (restarts_text(st), source_text(st), image_text(st))
         if t
     )
+    started = f"{escape(t)} · " if (t := started_text(st, now)) else ""
     return (
         f"<b>{escape(st.name)}</b> · {escape(st.strategy or '?')} · {escape(st.backend or '?')} · "
         f'<b class="ddl-state" data-state="{escape(st.state)}" style="color:{color}">'
-        f"{escape(state_word(st.state))}</b> · {format_elapsed(st.elapsed(now))}{more}{extra}"
+        f"{escape(state_word(st.state))}</b> · {started}{format_elapsed(st.elapsed(now))}"
+        f"{more}{extra}"
     )
+
+
+def started_text(st: DashboardState, now: float | None = None) -> str:
+    """``started 14:05 UTC``: when the job started (else when it was created)."""
+    when = format_start(st.started or st.created, now)
+    return tr("started {time}", time=when) if when else ""
 
 
 def _code(text: str) -> str:
@@ -162,6 +185,12 @@ def localized_message(message: str | None, found: Diagnosis | None) -> str | Non
         line = found.line
         if message.startswith(line):
             return cause_line(found) + message[len(line) :]
+        # written while the replicas failed, the line may name fewer consequences than
+        # the final diagnosis (a peer stopped by the job's end since): the final one
+        head, sep, rest = message.partition(" — ")
+        english = f"{found.root.label} failed first: "  # i18n: the backend's English, matched
+        if sep and head.startswith(english):
+            return cause_line(found) + sep + rest
     return message
 
 
@@ -248,7 +277,7 @@ def table_html(st: DashboardState) -> str:
     )
     body = []
     for (rid, v), row in zip(st.replicas.items(), rows(st), strict=True):
-        cells = [f"<td style='color:{v.color};padding-right:8px'><b>{escape(row[0])}</b></td>"]
+        cells = [f"<td style='padding-right:8px'>{swatch(v.color)}<b>{escape(row[0])}</b></td>"]
         cells += [f"<td style='padding-right:8px'>{escape(c)}</td>" for c in row[1:]]
         body.append(f"<tr data-replica='{escape(rid)}'>" + "".join(cells) + "</tr>")
     return (
@@ -268,7 +297,8 @@ def log_html(
     out = []
     for rid, text in lines:
         tag = (
-            f"<span style='color:{colors.get(rid, '#333')}'>[{escape(rid)}]</span> "
+            f"<span style='border-left:3px solid {colors.get(rid, '#7f7f7f')};padding-left:3px'>"
+            f"[{escape(rid)}]</span> "
             if prefix
             else ""
         )

@@ -122,7 +122,10 @@ class DistributeForm:
         self.roles_box = w.VBox()
         self.role_fields: dict[str, Any] = {}
         self.gpus = w.IntText(
-            description=tr("GPUs"), value=int(saved.get("gpus", 0)), continuous_update=True
+            description=tr("GPUs per replica"),
+            value=int(saved.get("gpus", 0)),
+            continuous_update=True,
+            style={"description_width": "initial"},
         )
         self.cpu = w.Text(
             description=tr("CPU"), value=saved.get("cpu") or "", placeholder=tr("e.g. 2")

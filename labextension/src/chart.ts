@@ -34,7 +34,7 @@ const PLOT_W = W - M.left - M.right;
 const PLOT_H = H - M.top - M.bottom;
 const SVG = 'http://www.w3.org/2000/svg';
 /** Series colour classes in style/base.css (then they repeat, dashed). */
-const COLOURS = 6;
+const COLOURS = 8;
 
 /** Where a chart's values came from, said under its title (none for `report`). */
 function sourceNote(source: string, trans: ITrans): string {

@@ -12,7 +12,8 @@ import { Widget } from '@lumino/widgets';
 
 import { applyDistribute, sourcesUpTo } from './distribute';
 import { el } from './dom';
-import { cellBody, flagsFor, IChoice, parseFlags, suggestStrategy } from './pure/flags';
+import { cellBody, countProblem, flagsFor, IChoice, parseFlags, suggestStrategy } from './pure/flags';
+import { plainWords } from './pure/format';
 import { requestAPI } from './request';
 import { IBackends, ICatalog, IStrategy } from './tokens';
 
@@ -27,10 +28,11 @@ export interface IFormOptions {
   trans?: TranslationBundle;
 }
 
-export class DistributeForm extends Widget implements Dialog.IBodyWidget<string> {
+export class DistributeForm extends Widget implements Dialog.IBodyWidget<string | null> {
   constructor(private readonly _o: IFormOptions) {
     super();
     const trans = _o.trans ?? nullTranslator.load('jupyter_ddl');
+    this._trans = trans;
     this.addClass('jp-DDL-form');
     const defaultBackend = _o.backends.default;
     const usable = _o.backends.backends.filter(b => b.available);
@@ -38,7 +40,7 @@ export class DistributeForm extends Widget implements Dialog.IBodyWidget<string>
       const option = el('option', '', b.available ? b.name : trans.__('%1 (unavailable)', b.name));
       option.value = b.name;
       option.disabled = !b.available;
-      option.title = b.error ?? '';
+      option.title = plainWords(b.error ?? '');
       this._backend.appendChild(option);
     }
     const initialBackend =
@@ -54,6 +56,7 @@ export class DistributeForm extends Widget implements Dialog.IBodyWidget<string>
     this._framework.value = start?.framework ?? _o.catalog.frameworks[0].name;
     this._fillStrategies(start?.name);
     this._replicas.type = this._gpus.type = 'number';
+    this._problem.setAttribute('aria-live', 'polite');
     this._gpus.min = '0';
     this._replicas.value = String(_o.initial.replicas ?? this._strategy()?.replicas.default ?? 1);
     this._gpus.value = String(_o.initial.gpus ?? 0);
@@ -70,6 +73,7 @@ export class DistributeForm extends Widget implements Dialog.IBodyWidget<string>
       this._summary,
       this._field(trans.__('Replicas (total)'), this._replicas),
       this._field(trans.__('GPUs per replica'), this._gpus),
+      this._problem,
       this._field(trans.__('Backend'), this._backend),
       this._field(trans.__('More flags'), this._extra),
       this._preview
@@ -93,16 +97,32 @@ export class DistributeForm extends Widget implements Dialog.IBodyWidget<string>
     this._update();
   }
 
-  /** The flags to write after `%%distribute`. */
-  getValue(): string {
-    return flagsFor(this._choice(), this._o.backends.default);
+  /** The flags to write after `%%distribute`; null while a count is out of range. */
+  getValue(): string | null {
+    return this.problem ? null : flagsFor(this._choice(), this._o.backends.default);
+  }
+
+  /** What is wrong with the counts typed, in one line, or '' when nothing is. */
+  get problem(): string {
+    return this._problems().filter(Boolean).join(' ');
+  }
+
+  /** The replicas' problem and the GPUs', each null when that count is in range. */
+  private _problems(): [string | null, string | null] {
+    const s = this._strategy();
+    const replicas = s ? s.replicas : { min: 1, max: null };
+    const trans = this._trans;
+    return [
+      countProblem(trans.__('Replicas (total)'), this._replicas.value, replicas.min, replicas.max, trans),
+      this._gpus.disabled ? null : countProblem(trans.__('GPUs per replica'), this._gpus.value, 0, null, trans)
+    ];
   }
 
   private _choice(): IChoice {
     return {
       strategy: this._strategySelect.value,
-      replicas: Math.max(1, Math.floor(Number(this._replicas.value) || 1)),
-      gpus: Math.max(0, Math.floor(Number(this._gpus.value) || 0)),
+      replicas: Number(this._replicas.value),
+      gpus: this._gpus.disabled ? 0 : Number(this._gpus.value),
       backend: this._backend.value,
       extra: this._extra.value
     };
@@ -147,7 +167,24 @@ export class DistributeForm extends Widget implements Dialog.IBodyWidget<string>
       this._gpus.disabled = !s.gpus;
       this._summary.textContent = s.summary;
     }
-    this._preview.textContent = `%%distribute ${this.getValue()}`; // i18n: code, the same in every language
+    const [replicasProblem, gpusProblem] = this._problems();
+    const problem = this.problem;
+    this._problem.textContent = problem;
+    this._problem.hidden = !problem;
+    this._replicas.setAttribute('aria-invalid', String(!!replicasProblem));
+    this._gpus.setAttribute('aria-invalid', String(!!gpusProblem));
+    this._preview.textContent = problem
+      ? this._trans.__('Nothing to insert until the counts are in range.')
+      : `%%distribute ${this.getValue()}`; // i18n: code, the same in every language
+    // the dialog's Insert button, once the form is in it
+    const accept = this.node.closest('.jp-Dialog-content')?.querySelector<HTMLButtonElement>('.jp-mod-accept');
+    if (accept) {
+      accept.disabled = !!problem;
+    }
+  }
+
+  protected onAfterAttach(): void {
+    this._update();
   }
 
   private _field(label: string, input: HTMLElement): HTMLElement {
@@ -164,6 +201,8 @@ export class DistributeForm extends Widget implements Dialog.IBodyWidget<string>
   private _extra = el('input', 'jp-mod-styled jp-DDL-extra');
   private _summary = el('p', 'jp-DDL-muted jp-DDL-form-summary');
   private _preview = el('pre', 'jp-DDL-form-preview');
+  private _problem = el('p', 'jp-DDL-form-problem jp-DDL-error');
+  private readonly _trans: TranslationBundle;
 }
 
 /**
@@ -199,7 +238,7 @@ export async function distributeActiveCell(
   } catch (error) {
     await showErrorMessage(
       trans.__('Distribute this cell'),
-      trans.__('The server did not answer: %1', (error as Error).message)
+      trans.__('The server did not answer: %1', plainWords((error as Error).message))
     );
     return false;
   }
@@ -224,7 +263,12 @@ export async function distributeActiveCell(
     ],
     focusNodeSelector: '.jp-DDL-strategy'
   });
-  if (!result.button.accept || result.value === null) {
+  if (!result.button.accept) {
+    return false;
+  }
+  if (result.value === null) {
+    // Enter pressed while a count was out of range: say so, write nothing
+    await showErrorMessage(trans.__('Distribute this cell'), form.problem);
     return false;
   }
   applyDistribute(panel, cell, result.value);

@@ -8,8 +8,9 @@ import { CommandRegistry } from '@lumino/commands';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { MetricsChart } from './chart';
-import { el } from './dom';
-import { basename, formatElapsed, formatResources, replicaLabel, stateIcon } from './pure/format';
+import { el, message } from './dom';
+import { basename, formatResources, replicaLabel, stateIcon } from './pure/format';
+import { startedAndElapsed } from './pure/jobs';
 import { runAction } from './jobactions';
 import { JobModel } from './jobmodel';
 import { JobLogs } from './logview';
@@ -86,7 +87,7 @@ export class JobView extends Panel {
     const job = this.model.detail;
     if (!job) {
       this._cancel.enabled = false; // a job not (or no longer) known cannot be cancelled from here
-      this._header.replaceChildren(el('div', 'jp-DDL-muted', this.model.error ?? this._trans.__('Loading…')));
+      this._header.replaceChildren(message('div', 'jp-DDL-muted', this.model.error ?? this._trans.__('Loading…')));
       return;
     }
     this._renderHeader(job);
@@ -115,7 +116,7 @@ export class JobView extends Panel {
     const meta = el(
       'div',
       'jp-DDL-jobmeta',
-      `${job.strategy} · ${job.backend}${image}${ready} · ${formatElapsed(job.elapsed)}`
+      `${job.strategy} · ${job.backend}${image}${ready} · ${startedAndElapsed(job, undefined, trans)}`
     );
     const parts: HTMLElement[] = [title, meta];
     if (job.backoff_limit !== undefined && job.backoff_limit !== null) {
@@ -149,10 +150,10 @@ export class JobView extends Panel {
     if (job.root_cause) {
       parts.push(this._rootCause(job.root_cause, job.replicas));
     } else if (job.message) {
-      parts.push(el('div', 'jp-DDL-message', job.message));
+      parts.push(message('div', 'jp-DDL-message', job.message));
     }
     if (this.model.error) {
-      parts.push(el('div', 'jp-DDL-error', this.model.error));
+      parts.push(message('div', 'jp-DDL-error', this.model.error));
     }
     this._header.replaceChildren(...parts);
   }
@@ -206,7 +207,7 @@ export class JobView extends Panel {
         r.message ?? ''
       ];
       for (const cell of cells) {
-        tr.appendChild(el('td', '', String(cell)));
+        tr.appendChild(message('td', '', String(cell)));
       }
       tr.onclick = () => this._logs.showReplica(r.id);
       return tr;

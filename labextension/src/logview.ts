@@ -11,7 +11,7 @@ import { Panel, Widget } from '@lumino/widgets';
 
 import { el } from './dom';
 import { english, ITrans, stateWord } from './pure/i18n';
-import { inTimeOrder } from './pure/logs';
+import { inTimeOrder, internalNote } from './pure/logs';
 import { followLogs } from './request';
 import { ILogLine } from './tokens';
 
@@ -257,7 +257,9 @@ export class JobLogs extends Panel {
       }
       this._next.set(line.replica, line.offset + 1);
       this._received++;
-      fresh.push(line);
+      if (!internalNote(line)) {
+        fresh.push(line);
+      }
     }
     this._pane.get(ALL)?.append(inTimeOrder(fresh), true);
     const byReplica = new Map<string, ILogLine[]>();

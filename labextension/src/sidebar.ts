@@ -15,10 +15,10 @@ import { refreshIcon, SidePanel } from '@jupyterlab/ui-components';
 import { CommandRegistry } from '@lumino/commands';
 import { Panel, Widget } from '@lumino/widgets';
 
-import { el } from './dom';
+import { el, message, setMessage } from './dom';
 import { JobsModel } from './model';
 import { actionAllowed, JobAction } from './pure/actions';
-import { basename, formatElapsed, stateIcon } from './pure/format';
+import { basename, formatElapsed, plainWords, stateIcon } from './pure/format';
 import { stateWord } from './pure/i18n';
 import { filterJobs, formatStart, IJobFilter, NO_FILTER, page, shortCellId, SortKey, sortJobs } from './pure/jobs';
 import { CommandIDs, IJobSummary } from './tokens';
@@ -133,7 +133,7 @@ export class JobsPanel extends SidePanel {
           ? trans.__('No jobs listed: a backend could not be asked (below).')
           : trans.__('No jobs listed: %1 backends could not be asked (below).', down)
         : trans.__('No jobs yet: run a %1 cell.', '%%distribute');
-    this._status.textContent = this._model.error ?? (shown.length ? '' : empty);
+    setMessage(this._status, this._model.error ?? (shown.length ? '' : empty));
     this._status.classList.toggle('jp-DDL-error', !!this._model.error);
     this._list.hidden = !shown.length;
     // every render replaces the rows: the control that had the focus gets it back in its
@@ -149,7 +149,9 @@ export class JobsPanel extends SidePanel {
     this._renderPager(current.index, current.pages, shown.length);
     this._unavailable.replaceChildren(
       ...this._model.unavailable.map(u => {
-        const line = el('li', 'jp-DDL-unavailable-line', u.message);
+        // one flex item beside the warning mark, however many code spans it holds
+        const line = el('li', 'jp-DDL-unavailable-line');
+        line.append(message('span', '', u.message));
         line.dataset.backend = u.backend;
         return line;
       })
@@ -203,7 +205,7 @@ export class JobsPanel extends SidePanel {
     row.dataset.job = job.name;
     row.dataset.key = `${job.backend}/${job.name}`;
     row.dataset.state = job.state;
-    row.title = [`${job.name} (${job.backend}): ${word}`, job.message ?? ''].filter(Boolean).join('\n');
+    row.title = [`${job.name} (${job.backend}): ${word}`, plainWords(job.message ?? '')].filter(Boolean).join('\n');
 
     const main = el('div', 'jp-DDL-jobcell');
     const title = el('div', 'jp-DDL-jobtitle');

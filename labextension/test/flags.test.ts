@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { cellBody, flagsFor, importedModules, loadsExtension, parseFlags, suggestStrategy, withDistribute } from '../src/pure/flags';
+import {
+  cellBody,
+  countProblem,
+  flagsFor,
+  importedModules,
+  loadsExtension,
+  parseFlags,
+  suggestStrategy,
+  withDistribute
+} from '../src/pure/flags';
 
 const choice = { strategy: 'ddp', replicas: 2, gpus: 0, backend: 'local', extra: '' };
 
@@ -42,4 +51,17 @@ test('imports and %load_ext are recognised', () => {
   };
   assert.equal(suggestStrategy(catalog as never, sources), 'lightning');
   assert.equal(suggestStrategy(catalog as never, ['import os']), null);
+});
+
+test('a count out of range is said in one line, never corrected', () => {
+  assert.equal(
+    countProblem('Replicas (total)', '0', 1, null),
+    'Replicas (total) must be a whole number 1 or more for this strategy; 0 was given.'
+  );
+  assert.equal(countProblem('Replicas (total)', '9', 2, 8), 'Replicas (total) must be a whole number from 2 to 8 for this strategy; 9 was given.');
+  assert.match(countProblem('Replicas (total)', '2.5', 1, null) ?? '', /whole number/);
+  assert.match(countProblem('GPUs per replica', '', 0, null) ?? '', /nothing was given/);
+  assert.match(countProblem('GPUs per replica', '-1', 0, null) ?? '', /0 or more/);
+  assert.equal(countProblem('Replicas (total)', '3', 1, 8), null);
+  assert.equal(countProblem('GPUs per replica', '0', 0, null), null);
 });

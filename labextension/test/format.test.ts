@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { basename, formatElapsed, formatNumber, formatResources, replicaLabel, stateIcon } from '../src/pure/format';
+import {
+  basename,
+  codeSpans,
+  formatElapsed,
+  formatNumber,
+  formatResources,
+  plainWords,
+  replicaLabel,
+  stateIcon
+} from '../src/pure/format';
 
 test('formatElapsed counts seconds, then minutes, then hours', () => {
   assert.equal(formatElapsed(null), '');
@@ -38,7 +47,20 @@ test('formatResources uses binary units and the dashboard words', () => {
   assert.equal(formatResources(undefined), '');
 });
 
+
 test('basename keeps the last path part', () => {
   assert.equal(basename('work/train.ipynb'), 'train.ipynb');
   assert.equal(basename('train.ipynb'), 'train.ipynb');
+});
+
+test('the commands a server message names in backticks are code, never backticks', () => {
+  assert.deepEqual(codeSpans('no job named x; `%ddl list` shows the jobs'), [
+    { text: 'no job named x; ', code: false },
+    { text: '%ddl list', code: true },
+    { text: ' shows the jobs', code: false }
+  ]);
+  assert.deepEqual(codeSpans('`a` and `b`').map(s => s.code), [true, false, true]);
+  assert.deepEqual(codeSpans('an odd ` stays'), [{ text: 'an odd ` stays', code: false }]);
+  assert.deepEqual(codeSpans(''), []);
+  assert.equal(plainWords('choose one (`%ddl config kube_context=NAME`)'), 'choose one (%ddl config kube_context=NAME)');
 });

@@ -3,7 +3,8 @@ import { test } from 'node:test';
 
 import { actionAllowed, actionFailedLine, confirmText, outageLine } from '../src/pure/actions';
 import { english, fill, ITrans, stateWord } from '../src/pure/i18n';
-import { endedLine } from '../src/pure/jobs';
+import { countProblem } from '../src/pure/flags';
+import { endedLine, startedAndElapsed } from '../src/pure/jobs';
 
 /** A translator that marks every message it is asked for: text outside the marks bypassed it. */
 const marking: ITrans = { __: (msgid: string, ...args: unknown[]) => `«${fill(msgid, args)}»` };
@@ -31,4 +32,18 @@ test('every word of the confirmation, the refusals and the outage line goes thro
 test('a state word is translated, an unknown state is shown as it is', () => {
   assert.equal(stateWord(marking, 'Failed'), '«Failed»');
   assert.equal(stateWord(marking, 'Weird'), 'Weird');
+});
+
+test('the form\'s range problem and the started time go through the translator, plain words kept', () => {
+  for (const [raw, max] of [['0', null], ['9', 8], ['', 1], ['2.5', 3]] as const) {
+    const said = countProblem('«Replicas (total)»', raw, 1, max, marking) ?? '';
+    assert.match(said, /^«.*»$/, said);
+  }
+  const now = new Date(2026, 10, 27, 15, 0);
+  const job = { started: now.getTime() / 1000 - 60, created: null, elapsed: 18 };
+  assert.match(startedAndElapsed(job, now, marking), /^«started .*» · /);
+  assert.equal(
+    endedLine({ name: 'm', state: 'Failed', message: 'see `%ddl logs m`' } as never),
+    'Training job m failed: see %ddl logs m'
+  );
 });

@@ -13,7 +13,8 @@ import {
   NO_FILTER,
   page,
   shortCellId,
-  sortJobs
+  sortJobs,
+  startedAndElapsed
 } from '../src/pure/jobs';
 import { IJobSummary, JobState } from '../src/tokens';
 
@@ -124,4 +125,12 @@ test('a job is news when it ends while watched, once', () => {
   assert.equal(endedLine(done), 'Training job x failed: master-0 exited with code 1');
   assert.equal(endedLine(job('y', 'Cancelled', 1)), 'Training job y was cancelled');
   assert.ok(endedLine(job('z'.repeat(300), 'Succeeded', 1)).length <= 200);
+});
+
+test('the job view says when a job started beside how long it ran', () => {
+  const now = new Date(2026, 10, 26, 15, 0);
+  const started = new Date(2026, 10, 26, 14, 5).getTime() / 1000;
+  assert.match(startedAndElapsed({ started, created: started - 2, elapsed: 18 }, now), /^started (14|0?2).05.* · 18s$/);
+  assert.match(startedAndElapsed({ started: null, created: started, elapsed: null }, now), /^started (14|0?2).05[^·]*$/);
+  assert.equal(startedAndElapsed({ started: null, created: null, elapsed: null }, now), '');
 });

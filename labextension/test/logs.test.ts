@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { inTimeOrder } from '../src/pure/logs';
+import { inTimeOrder, internalNote } from '../src/pure/logs';
 import { ILogLine } from '../src/tokens';
 
 const line = (replica: string, offset: number, time: number | null): ILogLine => ({
@@ -26,4 +26,11 @@ test("a line without a time stays after its replica's previous line; ties keep a
     inTimeOrder(batch).map(l => l.text),
     ['b:1', 'a:0', 'a:1', 'b:0']
   );
+});
+
+test("the local backend's cold-start note is not shown; the user's own lines and other notes are", () => {
+  const note = (text: string, stream: string): ILogLine => ({ replica: 'master-0', offset: 0, time: 1, text, stream });
+  assert.equal(internalNote(note('cold start: no warm interpreter was running', 'ddl')), true);
+  assert.equal(internalNote(note('cold start: mine', 'stdout')), false);
+  assert.equal(internalNote(note('master-0 ended with exit code 1; restart 1', 'ddl')), false);
 });

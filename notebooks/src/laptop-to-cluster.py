@@ -356,6 +356,11 @@ print("labels:     ", changes.labels)
 # `resources.requests` and `resources.limits`, and the runtime will choose NCCL.
 
 # %% solution
+import yaml
+
+from jupyter_ddl import JobSpec, Resources, default_manager
+
+jobs = default_manager()
 spec = JobSpec(name="gpu-demo", strategy="torch-ddp", replicas={"Master": 1, "Worker": 2},
                default_resources=Resources(gpu=1))
 job = [d for d in yaml.safe_load_all(jobs.dry_run(spec)) if d][0]

@@ -234,6 +234,203 @@ elastic
 %%distribute --strategy torch-elastic --replicas 2 --dry-run
 import torch.distributed as dist
 
+# %% [markdown] elastic-change
+# ### 3b. A worker leaves, the job goes on, the worker comes back
+#
+# Above, the bounds were two and two: the job runs with both workers or not at all.
+# Now three workers with `minReplicas` 2 and `maxReplicas` 3 (`PET_NNODES=2:3` for
+# torchrun). `%%distribute` has no flag for the bounds, so the next cell submits the
+# job through the job API every surface uses: a `JobSpec` with two `backend_options`.
+#
+# The training loop **checkpoints**: after every step rank 0 writes the model, the
+# optimizer and the step to a folder every replica reads (on a cluster: a volume all
+# pods mount), writing a new file and renaming it, so a crash never leaves half a
+# checkpoint. Every worker that starts loads it and carries on from the next step, on
+# its share of the data for the world it now has. It stops after step 24 (60 without
+# quick mode), and its last five steps wait for all three workers: this run always
+# ends with the whole world. Three settings go with it:
+#
+# - `PET_MAX_RESTARTS=3`: torchrun may restart its workers after a failure (the
+#   default, 0, ends the job at the first);
+# - `PET_RDZV_CONF=last_call_timeout=1`: once the minimum is there, wait 1 s for more
+#   workers, not 30;
+# - `TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1`: with torch's shared store a worker that
+#   joins a later round waits for an address nobody writes again, then fails; this
+#   turns the sharing off.
+#
+# Each replica's command first waits while a file `away-<replica>` exists, then runs
+# torchrun on the job's entry point (in the job's folder, `$JUPYTER_DDL_JOB_DIR`): that
+# is how this notebook plays a node that is taken away and later given back.
+
+# %%
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from jupyter_ddl import JobSpec, build_bundle
+
+ELASTIC_STEPS = 24 if QUICK == "1" else 60
+shared = Path(tempfile.mkdtemp(prefix="ddl-elastic-"))  # the "volume" every replica reads
+TRAIN = f'''
+import os
+import time
+
+import torch
+import torch.distributed as dist
+
+path = os.path.join(os.environ["CKPT_DIR"], "checkpoint.pt")
+rank, world = dist.get_rank(), dist.get_world_size()
+torch.manual_seed(0)
+model = torch.nn.Linear(8, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+start = 0
+if os.path.exists(path):  # resume: the weights, the optimizer and the next step
+    state = torch.load(path)
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["opt"])
+    start = state["step"] + 1
+x = torch.randn(240, 8, generator=torch.Generator().manual_seed(1))
+y = x @ torch.arange(8.0).unsqueeze(1) / 8
+restart = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
+print(f"rank {{rank}} of {{world}}, restart {{restart}}, from step {{start}}")
+step = start
+while step < {ELASTIC_STEPS}:
+    if world < 3 and step >= {ELASTIC_STEPS} - 5:  # the last five wait for the whole world
+        time.sleep(0.25)
+        continue
+    xs, ys = x[rank::world], y[rank::world]  # this world's share of the data
+    loss = torch.nn.functional.mse_loss(model(xs), ys)
+    opt.zero_grad()
+    loss.backward()
+    for p in model.parameters():  # what DDP does for us, by hand
+        dist.all_reduce(p.grad)
+        p.grad /= world
+    opt.step()
+    if rank == 0:
+        torch.save({{"model": model.state_dict(), "opt": opt.state_dict(), "step": step}},
+                   path + ".new")
+        os.replace(path + ".new", path)  # a whole checkpoint or the last one, never half
+        report(at=step, world=world, restart=restart, loss=loss.item())
+    step += 1
+    time.sleep(0.25)
+'''
+gate = 'while [ -e "$CKPT_DIR/away-$JUPYTER_DDL_REPLICA" ]; do sleep 0.2; done; exec "$0" "$@" "$JUPYTER_DDL_JOB_DIR/bundle/main.py"'
+elastic_spec = JobSpec(
+    name=f"elastic-{int(time.time())}",
+    strategy="torch-elastic",
+    replicas={"Worker": 3},
+    backend_options={"elastic_min_replicas": 2, "elastic_max_replicas": 3},
+    env={
+        "CKPT_DIR": str(shared),
+        "PET_MAX_RESTARTS": "3",
+        "PET_RDZV_CONF": "last_call_timeout=1",
+        "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1",
+    },
+    command=["sh", "-c", gate, sys.executable, "-m", "torch.distributed.run"],
+)
+jobs.submit(elastic_spec, build_bundle(TRAIN))
+print("submitted", elastic_spec.name)
+
+# %% [markdown] elastic-away
+# Wait for a few steps with three workers, then take `worker-2` away: first its file
+# is created, so that the replica waits when the job restarts it (restart policy
+# `OnFailure`, a PyTorchJob's default); then every process of the replica is killed, as a
+# node that disappears takes its pod with it. The other two lose their peer in the
+# middle of an all-reduce, their agents meet again without it, and training goes on
+# with two. After a few steps with two, the file goes away: `worker-2` starts, its
+# agent asks to join, the other agents stop their workers, and all three meet again.
+
+
+# %%
+def elastic_steps(world=None):
+    """Steps rank 0 reported so far (only those run with ``world`` workers, if given)."""
+    reports = jobs.results(elastic_spec.name).reports
+    return [int(v["at"]) for _, v in reports if world is None or v["world"] == world]
+
+
+def wait_until(what, done, limit=240):
+    deadline = time.monotonic() + limit
+    while not done():
+        if jobs.get(elastic_spec.name).state.finished or time.monotonic() > deadline:
+            raise RuntimeError(f"gave up waiting for {what}: %ddl status {elastic_spec.name}")
+        time.sleep(0.5)
+
+
+wait_until("3 steps with 3 workers", lambda: len(elastic_steps(3)) >= 3)
+away = shared / "away-worker-2"
+away.touch()
+pid = {r.id: r.pid for r in jobs.get(elastic_spec.name).replicas}["worker-2"]
+node = psutil.Process(pid)
+for proc in [node, *node.children(recursive=True)]:
+    proc.kill()
+print(f"worker-2 taken away after step {max(elastic_steps())}")
+wait_until("3 steps with 2 workers", lambda: len(elastic_steps(2)) >= 3)
+away.unlink()
+print(f"worker-2 given back after step {max(elastic_steps())}")
+if not jobs.wait(elastic_spec.name, timeout=240).state.finished:
+    jobs.cancel(elastic_spec.name)
+    raise RuntimeError(f"{elastic_spec.name} did not finish in 240 s: %ddl logs {elastic_spec.name}")
+elastic_change = jobs.results(elastic_spec.name)
+print(elastic_change.state)
+
+# %% [markdown] elastic-reading
+# Each run of the workers, with its world size and the steps it trained: each run
+# starts from the step after the last checkpoint, never from scratch, the
+# world goes from 3 to 2 and back to 3, and the loss keeps falling across both
+# changes. `%ddl status` shows `worker-2` restarted once; the other two never were:
+# their agents restarted only the processes inside them.
+
+# %%
+segments = []  # (world, torchrun's restart count, first step, last step)
+for _, v in elastic_change.reports:
+    key = (int(v["world"]), int(v["restart"]))
+    if not segments or tuple(segments[-1][:2]) != key:
+        segments.append([*key, int(v["at"]), int(v["at"])])
+    segments[-1][3] = int(v["at"])
+for world, restart, first, last in segments:
+    print(f"world {world}  (restart {restart})  steps {first:>2} to {last:>2}")
+losses = elastic_change.values("loss")
+print(f"loss {losses[0]:.4f} at the start, {losses[-1]:.5f} at the end")
+shutil.rmtree(shared, ignore_errors=True)
+
+# %% [markdown] ex-checkpoint
+# ### Try this
+#
+# Why a new file and a rename? Save a checkpoint of step 1, then play a crash halfway
+# through saving step 2: write only the first half of its bytes, once straight into
+# `checkpoint.pt`, once into `checkpoint.pt.new` as the loop above does (the crash
+# comes before the rename). Load `checkpoint.pt` after each.
+# **Expected:** written straight, the file is half a checkpoint and `torch.load`
+# fails; written beside it, `checkpoint.pt` still loads, at step 1, and the restarted
+# workers lose one step, not the run.
+
+# %% solution
+import io
+
+import torch
+
+folder = Path(tempfile.mkdtemp(prefix="ddl-ckpt-"))
+path = folder / "checkpoint.pt"
+torch.save({"step": 1, "w": torch.zeros(1000)}, path)
+buffer = io.BytesIO()
+torch.save({"step": 2, "w": torch.ones(1000)}, buffer)
+half = buffer.getvalue()[: len(buffer.getvalue()) // 2]  # what a crash mid-write leaves
+loads = {}
+for target in (path.with_name("checkpoint.pt.new"), path):  # beside it, then straight
+    target.write_bytes(half)
+    try:
+        loads[target.name] = f"loads, step {torch.load(path)['step']}"
+    except Exception as e:  # torch has its own errors for a torn file
+        loads[target.name] = f"is torn ({type(e).__name__})"
+    print(f"crash while writing {target.name}: checkpoint.pt {loads[target.name]}")
+assert loads["checkpoint.pt.new"] == "loads, step 1", loads
+assert loads["checkpoint.pt"].startswith("is torn"), loads
+shutil.rmtree(folder)
+
 # %% [markdown] tpu
 # ## 4. TPUs
 #
@@ -340,6 +537,12 @@ outcome = {
     "elastic_ranks": sorted(int(r) for r in elastic.values("elastic_rank")),
     "elastic_total": sorted(set(elastic.values("total"))),
     "zero3_gib": round(zero["ZeRO stage 3"], 2),
+    "elastic_state": elastic_change.state,
+    "elastic_worlds": [world for world, *_ in segments],
+    "elastic_resumed": all(0 < b[2] - a[3] <= 2 for a, b in zip(segments, segments[1:])),
+    "elastic_last_step": segments[-1][3],
+    "elastic_last_world": segments[-1][0],
+    "elastic_loss_fell": losses[-1] < losses[0] / 10,
 }
 outcome["ok"] = (
     outcome["ring_same"] == [True]
@@ -348,5 +551,10 @@ outcome["ok"] = (
     and outcome["pipeline_matches"]
     and outcome["elastic_ranks"] == [0, 1]
     and outcome["elastic_total"] == [2.0]
+    and outcome["elastic_state"] == "Succeeded"
+    and outcome["elastic_worlds"] == [3, 2, 3]
+    and outcome["elastic_resumed"]
+    and outcome["elastic_last_step"] == ELASTIC_STEPS - 1
+    and outcome["elastic_loss_fell"]
 )
 outcome

@@ -177,6 +177,51 @@ def measure(channels, global_batch, steps, windows, sizes):
                         report(processes=k, window=window, **{f"{name}_samples_per_s": rate})
         dist.barrier()  # the others wait here for this size to finish
 
+
+def to_target(target, sizes, batch=64, max_steps=600):
+    """Train a small classifier to ``target`` held-out accuracy with 1 and 2 processes:
+    once with the global batch fixed, once with ``batch`` per process (the global batch
+    grows with N). Rank 0 reports the steps, the seconds and the samples/s to get there."""
+    import time
+
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    torch.set_num_threads(1)
+    g = torch.Generator().manual_seed(0)
+    teacher = torch.randn(32, 10, generator=g)
+    x_all = torch.randn(8192, 32, generator=g)
+    y_all = (x_all @ teacher).argmax(1)  # a labelling a model can learn to about 100%
+    x_test, y_test = x_all[-1024:], y_all[-1024:]
+    for k in [n for n in sizes if n <= 2]:
+        group = dist.new_group(list(range(k)))
+        for grows, local in ((0, batch // k), (1, batch)):  # 1: the global batch grows with N
+            if rank >= k:
+                continue
+            torch.manual_seed(0)
+            model = torch.nn.Sequential(torch.nn.Linear(32, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
+            model = DDP(model, process_group=group) if k > 1 else model
+            opt = torch.optim.SGD(model.parameters(), lr=0.5)
+            dist.barrier(group=group)
+            start, steps, acc = time.perf_counter(), 0, 0.0
+            while acc < target and steps < max_steps:
+                first = ((steps * k + rank) * local) % 7000  # each rank its own slice
+                xb, yb = x_all[first:first + local], y_all[first:first + local]
+                opt.zero_grad()
+                torch.nn.functional.cross_entropy(model(xb), yb).backward()
+                opt.step()
+                steps += 1
+                if steps % 5 == 0:  # every rank evaluates, so every rank stops together
+                    with torch.no_grad():
+                        acc = (model(x_test).argmax(1) == y_test).float().mean().item()
+            seconds = time.perf_counter() - start
+            if rank == 0:
+                report(target_processes=k, target_grows=grows, target_steps=steps,
+                       target_seconds=seconds, target_acc=acc,
+                       target_samples_per_s=steps * local * k / seconds)
+        dist.barrier()
+
 # %% [markdown] sweep
 # ## 1, 2, 4 processes
 #
@@ -189,12 +234,15 @@ def measure(channels, global_batch, steps, windows, sizes):
 # %%
 %%distribute --strategy torch-ddp --replicas $processes $gpu_flag --env DDL_WORKSHOP_QUICK=$QUICK --wait
 measure(channels, global_batch, steps, windows, sizes)
+to_target(0.85, sizes)
 
 # %%
 from jupyter_ddl import default_manager
 
 jobs = default_manager()
 sweep = jobs.results(_ddl_job)  # the job's state and every report(...), in order
+# the load average just after: the last minute, the sweep's own processes included
+load_after = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
 state = sweep.state
 rates = {}  # (model, processes) -> samples/s of each window
 for replica, values in sweep.reports:  # only rank 0 (master-0) reports
@@ -298,6 +346,66 @@ else:
     print(f"load average before the sweep: {load_before:.1f} on {cores} cores, about {free:.1f} free: "
           + ("busy, so processes shared cores and these speed-ups measure the machine"
              if free < 2 else "quiet enough for the 2-process point to be fair"))
+    print(f"load average just after: {load_after:.1f} (the sweep's own {processes} processes included)")
+
+# %% [markdown] reference
+# ## A reference plot, measured elsewhere
+#
+# The plot below ships with the workshop, in `notebooks/reference/`: the same sweep
+# without quick mode, on the machine its title names, with that machine's load while
+# it measured (`notebooks/reference.py` measures it again). It is not your machine.
+# Put your numbers beside it, not in its place: where yours are lower, the load lines
+# above usually say why.
+
+# %%
+import json
+from pathlib import Path
+
+from IPython.display import Image, display
+
+found = [d for d in (Path("reference"), Path("../reference")) if (d / "why-it-helps.json").exists()]
+reference = json.loads((found[0] / "why-it-helps.json").read_text("utf-8")) if found else None
+if reference is None:
+    print("no reference plot beside this notebook (notebooks/reference/): compare with a neighbour's numbers")
+else:
+    display(Image(filename=str(found[0] / "why-it-helps.png")))
+    print(reference["label"])
+    for name, label in (("cnn", "convolutional network"), ("tiny", "tiny model")):
+        for n in counts[1:]:
+            key = f"{name}-{n}"
+            if key in reference["speedup"]:
+                print(f"{label:21} {n} processes: yours {table[name, n][0] / table[name, counts[0]][0]:4.2f}x, "
+                      f"reference {reference['speedup'][key]:4.2f}x")
+
+# %% [markdown] accuracy
+# ## Time to a target accuracy
+#
+# Samples per second says how fast the steps go; what you wait for is a model that
+# is good enough. The same job then trained a small classifier until 85% of a held-out set was
+# right, with 1 and with 2 processes, two ways:
+#
+# - **fixed global batch** (64 samples a step, 32 per process at 2): the same steps
+#   as one process, each cheaper, so the time to the target follows the speed-up;
+# - **batch per process** (64 each, so 128 a step at 2): more samples per second, but
+#   a bigger batch does not halve the steps a model needs (here with the same learning
+#   rate), so the time to the target improves less than the throughput, or not at all.
+#
+# The cell below prints what your run found.
+
+# %%
+reached = {}
+for _, v in sweep.reports:
+    if "target_steps" in v:
+        reached[int(v["target_processes"]), int(v["target_grows"])] = v
+for (k, grows), v in sorted(reached.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+    how = "batch per process" if grows else "fixed global batch"
+    print(f"{how:18} {k} process(es): {v['target_steps']:3.0f} steps, {v['target_seconds']:5.2f} s "
+          f"to {v['target_acc']:.0%} held-out accuracy, {v['target_samples_per_s']:>8,.0f} samples/s")
+for grows, how in ((0, "fixed global batch"), (1, "batch per process")):
+    if (1, grows) in reached and (2, grows) in reached:
+        one, two = reached[1, grows], reached[2, grows]
+        print(f"{how}: 2 processes reach it {one['target_seconds'] / two['target_seconds']:4.2f}x as fast, "
+              f"with {two['target_samples_per_s'] / one['target_samples_per_s']:4.2f}x the samples/s")
 
 # %% [markdown] ex-batch
 # ### Try this
@@ -334,11 +442,20 @@ outcome = {
     "efficiency": {f"{name}-{n}": round(e, 3) for (name, n), e in efficiency.items()},
     "verdicts": verdicts,
     "load_before": load_before,
+    "load_after": load_after,
     "cores": cores,
+    "gpus": gpus,
+    "reference_shown": reference is not None,
+    "samples_per_s": {f"{name}-{n}": [round(x, 1) for x in table[name, n]] for (name, n) in table},
+    "to_target": {f"{k}-{'grows' if g else 'fixed'}": {
+        "steps": int(v["target_steps"]), "seconds": round(v["target_seconds"], 3),
+        "accuracy": round(v["target_acc"], 3)} for (k, g), v in reached.items()},
 }
 outcome["ok"] = (
     state == "Succeeded"
     and len(outcome["windows"]) == 2 * len(counts)
     and all(w == windows for w in outcome["windows"].values())
+    and len(reached) == 4
+    and all(v["target_acc"] >= 0.85 for v in reached.values())
 )
 outcome

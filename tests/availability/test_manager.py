@@ -131,3 +131,42 @@ def test_an_explicit_backend_still_raises(isolated):
             manager.list(backend="kubernetes")
     finally:
         manager.close()
+
+
+@pytest.fixture
+def never_set_up(isolated, tmp_path, monkeypatch):
+    """A machine where Kubernetes was never set up: no KUBECONFIG, no ~/.kube/config,
+    not in a pod."""
+    require.module("kubernetes")
+    import kubernetes.config.kube_config as kube_config
+
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setattr(kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", str(tmp_path / "none"))
+    return isolated
+
+
+def test_a_local_only_user_is_told_nothing_about_kubernetes(never_set_up):
+    manager = JobManager(Config())
+    try:
+        listing = manager.listing()
+        assert [j.name for j in listing.jobs] == [LOCAL_JOB] and listing.unavailable == []
+        with pytest.raises(JobNotFound) as e:
+            manager.get("no-such-job")
+        assert "kubernetes" not in str(e.value)
+        # asked by name, it still says why it cannot be used
+        with pytest.raises(BackendUnavailable, match="kubernetes: not configured"):
+            manager.list(backend="kubernetes")
+    finally:
+        manager.close()
+
+
+def test_a_user_who_chose_kubernetes_is_told_it_is_not_configured(never_set_up):
+    manager = JobManager(Config(backend="kubernetes"))
+    try:
+        listing = manager.listing()
+        assert [j.name for j in listing.jobs] == [LOCAL_JOB]
+        assert [u.message.split(" (")[0] for u in listing.unavailable] == [
+            "kubernetes: not configured"
+        ]
+    finally:
+        manager.close()

@@ -106,3 +106,30 @@ def test_torch_cell_gets_the_flags_chosen(lab, browser):
         )
     finally:
         page.close()
+
+
+def test_a_count_out_of_range_is_said_and_nothing_is_written(lab, browser, artifacts):
+    """0 replicas is not turned into 1: the form says what it takes, Insert is off,
+    and Enter writes nothing but the same line."""
+    _notebook(lab["root"] / "zero.ipynb", ["import torch", "model = torch.nn.Linear(2, 1)"])
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    lp = LabPage(page, lab)
+    try:
+        lp.open_notebook("zero.ipynb")
+        _distribute(lp, 1)
+        page.fill(f"{DIALOG} .jp-DDL-replicas-input", "0")
+        problem = page.wait_for_selector(f"{DIALOG} .jp-DDL-form-problem:not([hidden])")
+        assert problem.inner_text() == (
+            "Replicas (total) must be a whole number 1 or more for this strategy; 0 was given."
+        )
+        assert "--replicas 1" not in page.inner_text(f"{DIALOG} .jp-DDL-form-preview")
+        assert page.is_disabled(f"{DIALOG} .jp-mod-accept")
+        page.screenshot(path=str(artifacts / "distribute-zero-replicas.png"))
+        page.press(f"{DIALOG} .jp-DDL-replicas-input", "Enter")
+        error = page.wait_for_selector(".jp-Dialog .jp-Dialog-body:has-text('0 was given')")
+        assert "Replicas (total)" in error.inner_text()
+        page.keyboard.press("Escape")
+        page.wait_for_selector(DIALOG, state="detached")
+        assert not any("%%distribute" in s for s in page.locator(CELLS).all_inner_texts())
+    finally:
+        page.close()

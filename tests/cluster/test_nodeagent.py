@@ -89,6 +89,21 @@ def test_a_failing_pod_under_never_fails_with_its_exit_code(tmp_path):
     assert seen[-1]["phase"] == "Failed" and term["exitCode"] == 3 and term["reason"] == "Error"
 
 
+def test_sshd_on_a_notebook_image_fails_to_start_as_containerd_reports_it(tmp_path):
+    """Kubeflow's notebook images have no sshd: the stand-in refuses to exec it, and
+    the container ends as the runtime ends it, StartError with exit code 128."""
+    p = pod("nosshd", "")
+    p["spec"]["initContainers"] = []
+    p["spec"]["containers"][0].update(
+        image="kubeflownotebookswg/jupyter-scipy:v1.9.0", command=["/usr/sbin/sshd", "-De"]
+    )
+    _, seen = run_pod(tmp_path, p)
+    term = seen[-1]["containerStatuses"][0]["state"]["terminated"]
+    assert seen[-1]["phase"] == "Failed", seen[-1]
+    assert (term["exitCode"], term["reason"]) == (128, "StartError"), term
+    assert 'exec: "/usr/sbin/sshd": stat /usr/sbin/sshd: no such file' in term["message"]
+
+
 def test_pod_phase_follows_the_restart_policy():
     done = [{"state": {"terminated": {"exitCode": 1}}}]
     assert pod_phase("Never", done, False) == "Failed"

@@ -11,6 +11,7 @@ torch's logging gives them.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -41,8 +42,8 @@ def outcomes(case: str, *, status_tail: bool = False) -> list[ReplicaOutcome]:
 
 # case: (root replica, its rank, text in its summary, {consequence: symptom})
 CASES = {
-    "gloo-closed": ("worker-1", 2, "ValueError: boom", {}),
-    "gloo-restarts": ("worker-0", 1, "ValueError: boom", {}),
+    "gloo-closed": ("worker-1", 2, "ValueError: boom", {"worker-0": "Connection closed by peer"}),
+    "gloo-restarts": ("worker-0", 1, "ValueError: boom", {"master-0": "Connection closed by peer"}),
     "gloo-killed": ("worker-0", 1, "signal 9", {"master-0": "Connection closed by peer"}),
     "exit-no-traceback": ("worker-1", 2, "exit code 3", {"worker-0": "Connection closed by peer"}),
     "torchrun-child": (
@@ -68,6 +69,19 @@ def test_the_root_cause_of_real_failures(case, status_tail):
     for rid, symptom in symptoms.items():
         assert got.get(rid) == symptom, found.line
     assert found.line.startswith(f"{replica} · rank {rank} failed first: ")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_final_root_cause_names_the_consequences_the_message_named(case):
+    """The job's message is composed while its replicas fail; by the final status a
+    peer that lost the root is 'Terminated' (stopped by the job's end). The REST
+    root_cause, the record and the job view read that final status: they name it too."""
+    message = json.loads((DATA / f"{case}.json").read_text())["message"]
+    _, then = message.split(" — ")[0].partition("; then ")[::2]
+    named = re.findall(r"([a-z]+-\d+)(?: · rank \d+)? \(", then)
+    found = diagnose(outcomes(case, status_tail=True)).to_dict()
+    assert found is not None
+    assert set(named) <= {c["replica"] for c in found["consequences"]}, (message, found)
 
 
 def test_the_root_cause_tail_is_its_own_traceback_without_our_notes():

@@ -120,3 +120,17 @@ def test_an_out_of_range_flag_in_each_language(code, said):
     with pytest.raises(ValidationError) as e:
         spec_from_args(parse_line("--strategy torch-ddp --gpus -1"), name="n", backend="local")
     assert str(e.value) == said
+
+
+def test_a_message_written_before_a_peer_was_stopped_is_still_translated():
+    """The backend writes the line while its replicas fail; the final diagnosis may
+    name one more consequence (a peer the job's end stopped). The line shown is the
+    final one, in the reader's language."""
+    found = diagnose(outcomes("gloo-closed"))
+    assert found.consequences, "the stopped peer is a consequence"
+    assert found.root is not None
+    written = f"{found.root.label} failed first: {found.root.summary} — PyTorchJob demo failed"
+    i18n.choose("ko")
+    message = localized_message(written, found)
+    assert message == f"{cause_line(found)} — PyTorchJob demo failed"
+    assert "가장 먼저 실패했습니다" in message and "failed first" not in message

@@ -264,6 +264,20 @@ def test_plan_elastic_names_one_rendezvous_host():
     assert {x.env["PET_RDZV_ENDPOINT"] for x in out} == {"127.0.0.1:11"}
     assert all(x.argv == ["py", "-m", "torch.distributed.run", "main.py"] for x in out)
 
+    # the user's rendezvous settings are kept, with the host named beside them
+    spec = JobSpec(
+        name="e", strategy="torch-elastic", replicas={"Worker": 2},
+        env={"PET_RDZV_CONF": "last_call_timeout=2"},
+    )  # fmt: skip
+    out = launch.plan(
+        spec, python="py", entry="main.py", hostfile="h", endpoints=eps, gpus={}, environ={}
+    )
+    assert [x.env["PET_RDZV_CONF"] for x in out] == [
+        "last_call_timeout=2,is_host=true",
+        "last_call_timeout=2,is_host=false",
+    ]
+    assert launch.rdzv_conf("is_host=false,x=1", "worker-0") == "is_host=false,x=1"
+
 
 def test_requirements_cache_key():
     assert cache_key(["b", "a"], sys.executable) == cache_key(["a", "b"], sys.executable)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from jupyter_ddl.core.strategies import CATALOG
@@ -262,3 +264,12 @@ def test_the_form_retires_to_a_note_with_the_same_flags_once_its_jobs_ended(data
     # the line is one the magic reads back into the same choice (but the name)
     again = parse_line(line.removeprefix("%%distribute "))
     assert (again.strategy, again.replicas) == (calls[-1][1].strategy, 3)
+
+
+def test_the_gpu_field_says_per_replica_as_the_lab_dialog_does(data_dir):
+    """The cell's form and the lab's Distribute dialog ask for the same number in the
+    same words (--gpus is per replica)."""
+    form = _form([])
+    assert form.gpus.description == "GPUs per replica"
+    dialog = Path(__file__).parents[2] / "labextension/src/distributeform.ts"
+    assert "trans.__('GPUs per replica')" in dialog.read_text(encoding="utf-8")

@@ -11,6 +11,7 @@ import pytest
 
 from jupyter_ddl.errors import CaptureError, JobFailed, ShownError, ValidationError
 from jupyter_ddl.models import JobState
+from jupyter_ddl.present.state import format_start
 from tests.support import require
 
 from .conftest import run
@@ -236,7 +237,11 @@ def test_ddl_commands(shell, magics, fake, capsys, data_dir):
     )
     capsys.readouterr()
     shell.run_line_magic("ddl", "list")
-    assert "c1" in capsys.readouterr().out
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[0].split()[5:7] == ["started", "age"]
+    row = next(r for r in listed if r.startswith("c1 "))
+    job = fake.jobs["c1"].status
+    assert format_start(job.started or job.created) in row  # when, in the kernel's time
     shell.run_line_magic("ddl", "status c1")
     out = capsys.readouterr().out
     assert "Succeeded" in out and "worker-0" in out

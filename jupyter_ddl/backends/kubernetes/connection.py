@@ -26,7 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from jupyter_ddl.backends.kubernetes.api_errors import transport_reason, unreachable
 from jupyter_ddl.config import Config
-from jupyter_ddl.errors import BackendUnavailable, ClusterUnauthorized
+from jupyter_ddl.errors import BackendNotConfigured, BackendUnavailable, ClusterUnauthorized
 
 SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
@@ -237,7 +237,9 @@ def connect(cfg: Config, *, kubeconfig: str | None = None, sa_dir: Path = SA_DIR
             paths = kubeconfig_paths(kubeconfig)
             if not paths:
                 where = named or config.kube_config.KUBE_CONFIG_DEFAULT_LOCATION
-                raise BackendUnavailable(
+                # a KUBECONFIG that names no file is a mistake to report; no kubeconfig
+                # at all is a machine where Kubernetes was never set up
+                raise (BackendUnavailable if named else BackendNotConfigured)(
                     f"kubernetes: not configured (no kubeconfig at {where}, not in a cluster pod)",
                     hint="set KUBECONFIG, or keep to the local backend",
                 )

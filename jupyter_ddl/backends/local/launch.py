@@ -108,6 +108,17 @@ def mpirun_argv(
     return argv + [python, "-u", entry]
 
 
+def rdzv_conf(asked: str, rid: str) -> str:
+    """An elastic replica's ``--rdzv-conf``: the user's settings (``last_call_timeout=2``...)
+    and who hosts the store. Every agent's rendezvous endpoint is 127.0.0.1, so each
+    would think it is the host and try to bind the store's port: worker-0 is named
+    the one host, unless the user's settings already say."""
+    parts = [p for p in asked.split(",") if p.strip()]
+    if not any(p.split("=", 1)[0].strip() == "is_host" for p in parts):
+        parts.append(f"is_host={'true' if rid == 'worker-0' else 'false'}")
+    return ",".join(parts)
+
+
 def replica_argv(spec: JobSpec, role: str, python: str, entry: str) -> list[str]:
     """The command of a process replica (not MPI): python, or torchrun when a replica
     runs several processes (nprocPerNode > 1, elastic, or a TrainJob)."""
@@ -160,10 +171,8 @@ def plan(
             env[marker[0]] = marker[1]
         if teardown_timeout is not None:
             env[TEARDOWN_ENV] = f"{teardown_timeout:g}"
-        if shape.elastic_bounds is not None and "PET_RDZV_CONF" not in spec.env:
-            # Every agent's rendezvous endpoint is 127.0.0.1, so each would think it is
-            # the host and try to bind the store's port: name the one host (worker-0).
-            env["PET_RDZV_CONF"] = f"is_host={'true' if rid == 'worker-0' else 'false'}"
+        if shape.elastic_bounds is not None:
+            env["PET_RDZV_CONF"] = rdzv_conf(spec.env.get("PET_RDZV_CONF", ""), rid)
         if spec.dist_backend:
             env[DIST_BACKEND_ENV] = spec.dist_backend
         if pythonpath:

@@ -30,6 +30,7 @@ from jupyter_ddl.backends.local.tracking import JobProcesses, updated_message
 from jupyter_ddl.core import contract, failures
 from jupyter_ddl.core import restarts as policy
 from jupyter_ddl.core.metrics import is_metric_line, parse_metric_line
+from jupyter_ddl.core.stream import COLD_START
 from jupyter_ddl.models import JobState, JobStatus, ReplicaState, ReplicaStatus
 
 TICK = 0.1  # polling period where process exits cannot be heard (no pidfd)
@@ -183,7 +184,7 @@ class Supervisor:
                     r.fork = partial(forked.fork_replica, fresh, r.launch, umask=self.umask)
                 why = why or reason
         if why and self.replicas:
-            self.replicas[0].note(f"cold start: {why}")
+            self.replicas[0].note(f"{COLD_START}{why}")
 
     # -- the loop --------------------------------------------------------------------
     @property

@@ -37,13 +37,21 @@ class UsageSampler:
             except psutil.Error:
                 continue
             cpu = rss = 0.0
+            read = 0
             for pid in pids:
                 try:
                     cpu += self._cpu(pid)
-                    rss += self._procs[pid].memory_info().rss
+                    proc = self._procs[pid]
+                    # an ended process not yet reaped reads as 0 bytes: no reading
+                    if proc.status() == psutil.STATUS_ZOMBIE:
+                        continue
+                    rss += proc.memory_info().rss
+                    read += 1
                 except psutil.Error:
                     continue  # ended between the listing and the reading
             seen.update(pids)
+            if not read:  # every process had ended: "memory 0 B" would be no measurement
+                continue
             values = {"cpu_percent": cpu, "memory_mb": rss / 2**20}
             if gpus is not None:
                 values |= gpu_usage.replica_usage(gpus, pids, _visible(root))

@@ -5,6 +5,7 @@
  * sidebar, the job view and the palette commands share these; node unit tests cover them.
  */
 import { IJobSummary } from '../tokens';
+import { plainWords } from './format';
 import { english, ITrans } from './i18n';
 
 export type JobAction = 'cancel' | 'delete';
@@ -99,7 +100,7 @@ export function actionFailedLine(action: JobAction, name: string, failure: IFail
       ? trans.__('Could not cancel %1: the Jupyter server does not answer. Check that it runs, then try again.', name)
       : trans.__('Could not delete %1: the Jupyter server does not answer. Check that it runs, then try again.', name);
   }
-  const message = failure.message.split('\n')[0].slice(0, 300);
+  const message = plainWords(failure.message.split('\n')[0]).slice(0, 300);
   return action === 'cancel'
     ? trans.__('Could not cancel %1: %2', name, message)
     : trans.__('Could not delete %1: %2', name, message);

@@ -3,6 +3,7 @@
  * flags of the dialog's choice, the cell with its `%%distribute` line.
  */
 import { ICatalog } from '../tokens';
+import { english, ITrans } from './i18n';
 
 export const LOAD_EXT = '%load_ext jupyter_ddl';
 const MAGIC = /^\s*%%distribute\b.*$/;
@@ -30,6 +31,31 @@ export function flagsFor(choice: IChoice, defaultBackend: string): string {
     parts.push(choice.extra.trim());
   }
   return parts.join(' ');
+}
+
+/**
+ * What is wrong with a count typed in the dialog, in one line, or null: it must be a
+ * whole number from `min` to `max` (null: no upper limit). Never corrected silently:
+ * a 0 the user typed is said, not turned into 1.
+ */
+export function countProblem(
+  label: string,
+  raw: string,
+  min: number,
+  max: number | null,
+  trans: ITrans = english
+): string | null {
+  const text = raw.trim();
+  const value = Number(text);
+  if (text === '' || !Number.isInteger(value) || value < min || (max !== null && value > max)) {
+    const given = text === '' ? trans.__('nothing was given') : trans.__('%1 was given', text.slice(0, 20));
+    return max === null
+      ? trans.__('%1 must be a whole number %2 or more for this strategy; %3.', label, min, given)
+      : min === max
+        ? trans.__('%1 must be a whole number %2 for this strategy; %3.', label, min, given)
+        : trans.__('%1 must be a whole number from %2 to %3 for this strategy; %4.', label, min, max, given);
+  }
+  return null;
 }
 
 /** The cell's code without a `%%distribute` first line. */

@@ -94,3 +94,38 @@ export function formatResources(values: Record<string, number> | undefined): str
 export function basename(path: string): string {
   return path.split('/').pop() || path;
 }
+
+/** One run of a server message: plain words, or a command it names. */
+export interface ISpan {
+  text: string;
+  code: boolean;
+}
+
+/**
+ * The server writes the commands its messages name in backticks, the way a terminal
+ * reader sees them (`` `%ddl list` shows the jobs ``): the lab shows them as code,
+ * never the backticks. An unpaired backtick stays as it is.
+ */
+export function codeSpans(text: string): ISpan[] {
+  const out: ISpan[] = [];
+  const pattern = /`([^`\n]+)`/g;
+  let at = 0;
+  for (const m of text.matchAll(pattern)) {
+    if (m.index > at) {
+      out.push({ text: text.slice(at, m.index), code: false });
+    }
+    out.push({ text: m[1], code: true });
+    at = m.index + m[0].length;
+  }
+  if (at < text.length) {
+    out.push({ text: text.slice(at), code: false });
+  }
+  return out;
+}
+
+/** The message as plain words (a notification, a tooltip): the commands without backticks. */
+export function plainWords(text: string): string {
+  return codeSpans(text)
+    .map(s => s.text)
+    .join('');
+}

@@ -6,6 +6,7 @@
 import type { IPoll } from '@lumino/polling';
 
 import { IJobSummary } from '../tokens';
+import { formatElapsed, plainWords } from './format';
 import { english, ITrans } from './i18n';
 
 /** How much slower to poll when nothing is running. */
@@ -150,7 +151,7 @@ export function endedSince(
 
 /** The notification's one line: the end state, and for a failure the job's message. */
 export function endedLine(job: IJobSummary, trans: ITrans = english): string {
-  const cause = job.state === 'Failed' && job.message ? `: ${job.message.split('\n')[0]}` : '';
+  const cause = job.state === 'Failed' && job.message ? `: ${plainWords(job.message.split('\n')[0])}` : '';
   const line =
     job.state === 'Succeeded'
       ? trans.__('Training job %1 succeeded', job.name)
@@ -160,4 +161,15 @@ export function endedLine(job: IJobSummary, trans: ITrans = english): string {
           ? trans.__('Training job %1 was cancelled', job.name)
           : trans.__('Training job %1 ended', job.name);
   return line.length > 200 ? `${line.slice(0, 199)}…` : line;
+}
+
+/** `started 3:14 PM · 18s`: when a job started (else when it was created), in the
+ * reader's local time, beside how long it ran. */
+export function startedAndElapsed(
+  job: Pick<IJobSummary, 'started' | 'created' | 'elapsed'>,
+  now: Date = new Date(),
+  trans: ITrans = english
+): string {
+  const start = formatStart(job.started ?? job.created, now);
+  return [start ? trans.__('started %1', start) : '', formatElapsed(job.elapsed)].filter(Boolean).join(' · ');
 }

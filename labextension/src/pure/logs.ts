@@ -16,3 +16,13 @@ export function inTimeOrder(lines: readonly ILogLine[]): ILogLine[] {
   keyed.sort((a, b) => a.time - b.time || a.index - b.index);
   return keyed.map(k => k.line);
 }
+
+/**
+ * A note about how jupyter-ddl ran the job, not about the job: the local backend's
+ * `cold start: …` (a replica started without its warm interpreter). The log file keeps
+ * it (`%ddl logs`); the log view does not open on it (the same rule as
+ * jupyter_ddl/core/stream.py internal_note).
+ */
+export function internalNote(line: ILogLine): boolean {
+  return line.stream === 'ddl' && line.text.startsWith('cold start: '); // i18n: the log's own words, matched
+}
