@@ -1,9 +1,8 @@
 """The one job API every surface uses: magics, widgets, REST handlers, the sidebar.
 
-``JobManager`` validates a spec, hands it and its code bundle to the chosen backend,
-and forwards get/list/watch/logs/cancel/delete. No surface talks to a backend, the
-registry or Kubernetes directly.
-"""
+``JobManager`` validates a spec, hands it and its code bundle to the chosen backend, and
+forwards get/list/watch/logs/cancel/delete. No surface talks to a backend, the registry or
+Kubernetes directly."""
 
 from __future__ import annotations
 
@@ -172,9 +171,8 @@ class JobManager:
             self._skip(why, skipped)
 
     def _skip(self, why: Unavailable, skipped: list[Unavailable]) -> None:
-        """Adds ``why`` to ``skipped``, unless its backend was never set up here and is
-        not the one the user chose: it holds no job of theirs, and naming it in every
-        list would only alarm a local-only user."""
+        """Adds ``why`` to ``skipped`` unless its backend was never set up here and is not
+        the user's choice: it holds no job of theirs; naming it would alarm a local-only user."""
         if why.error != BackendNotConfigured.__name__ or why.backend == self.config.backend:
             skipped.append(why)
 
@@ -264,11 +262,9 @@ class JobManager:
             except Exception as e:  # noqa: BLE001 - one backend failing must not hide the others
                 self._skip(self._mark_down(b.name, e), skipped)
         also = "".join(f"; {u.message}" for u in skipped)
-        said = (
-            tr("no job named {name!r} in {backends}", name=name, backends=", ".join(asked))
-            if asked
-            else tr("no job named {name!r}", name=name)
-        )
+        said = tr("no job named {name!r}", name=name)
+        if asked:
+            said = tr("no job named {name!r} in {backends}", name=name, backends=", ".join(asked))
         raise JobNotFound(said + also, hint=tr("`%ddl list` shows the jobs"))
 
     def get(self, name: str, backend: str | None = None) -> JobStatus:
