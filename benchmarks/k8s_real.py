@@ -85,6 +85,31 @@ def sdk_python() -> Path:
     return python
 
 
+def namespaced_runtime(admin: Path, name: str = "torch-distributed") -> None:
+    """The ClusterTrainingRuntime ``name`` copied into the notebook's namespace as a
+    TrainingRuntime, unless one is there. Kubeflow's ``kubeflow-trainer-edit`` role
+    (Trainer v2.3.0's platform overlay) lets a profile's user read TrainingRuntimes but
+    not ClusterTrainingRuntimes, and the Trainer SDK's ``get_runtime`` must read one: a
+    platform engineer gives each profile its runtimes so, and so does the tier here."""
+    base = ["kubectl", "--kubeconfig", str(admin)]
+    have = subprocess.run([*base, "-n", NAMESPACE, "get", "trainingruntime", name],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    if have.returncode == 0:
+        return
+    got = subprocess.run([*base, "get", "clustertrainingruntime", name, "-o", "json"],
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    if got.returncode != 0:
+        raise RuntimeError(f"no ClusterTrainingRuntime {name}: {got.stderr.strip()[-200:]}")
+    obj = json.loads(got.stdout)
+    labels = obj["metadata"].get("labels") or {}
+    obj["kind"] = "TrainingRuntime"
+    obj["metadata"] = {"name": name, "namespace": NAMESPACE, "labels": labels}
+    made = subprocess.run([*base, "create", "-f", "-"], input=json.dumps(obj),
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    if made.returncode != 0 and "AlreadyExists" not in made.stderr:
+        raise RuntimeError(f"TrainingRuntime {name}: {made.stderr.strip()[-200:]}")
+
+
 def call_sdk(args: dict[str, Any], timeout: float = 900) -> dict[str, Any]:
     """Run ``k8s_real_sdk`` in the SDKs' environment; its RESULT, or one clear error."""
     r = subprocess.run([str(sdk_python()), "-m", "benchmarks.k8s_real_sdk", json.dumps(args)],
@@ -174,8 +199,9 @@ def kubectl_create(
 def measure(
     kubeconfig: Path, repeats: int = 3, first_line: tuple[str, ...] = tuple(KINDS)
 ) -> list[Row]:
-    """Every row, measured in one run against the tier behind ``kubeconfig``;
-    ``first_line``: the kinds whose first log line is waited for."""
+    """Every row, measured in one run against the tier behind ``kubeconfig`` (its
+    admin's kubeconfig beside it, ``admin.kubeconfig``, gives the namespace its Trainer
+    runtime); ``first_line``: the kinds whose first log line is waited for."""
     from benchmarks.delay_proxy import delayed
 
     if not 1 <= repeats <= 20:
@@ -183,6 +209,7 @@ def measure(
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         raise RuntimeError("kubectl is not on PATH (scripts/cluster up installs it)")
+    namespaced_runtime(kubeconfig.with_name("admin.kubeconfig"))
     ours_c: dict[str, list[float]] = {k: [] for k in KINDS}
     ours_l: dict[str, list[float | None]] = {k: [] for k in KINDS}
     kubectl_c: dict[str, list[float]] = {k: [] for k in KINDS}

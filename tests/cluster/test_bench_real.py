@@ -31,13 +31,14 @@ def test_the_proxy_adds_the_round_trip_to_the_real_apiserver(tier, tmp_path):
     def connect(p: int) -> float:
         t0 = time.perf_counter()
         with socket.create_connection((host, p), timeout=5) as s:
-            s.sendall(b"\x16\x03\x01\x00\x01\x00")  # a TLS record the server answers (an alert)
-            s.recv(1)
+            # plain HTTP to a TLS port: Go's server answers 400 at once
+            s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+            assert s.recv(12).startswith(b"HTTP/1.0 400")
         return time.perf_counter() - t0
 
     with delayed(KUBECONFIG, tmp_path / "kc", 0.2) as kc:
         proxied = upstream_of(kc)[1]
-        # a connection (one round trip) then a record and its answer (another)
+        # a connection (one round trip) then a request and its answer (another)
         assert connect(proxied) >= 0.4
     assert connect(port) < 0.4
 
@@ -46,7 +47,9 @@ def test_the_benchmark_yields_a_row_per_kind_and_baseline(tier):
     for operator in ("training-operator", "mpi-operator", "trainer-v2.3.0", "jobset-controller"):
         built(operator)
     sdks()
-    rows = measure(KUBECONFIG, repeats=1)
+    # an MPIJob's first line is left out: its launcher reaches the workers over SSH,
+    # which the tier does not run yet (its created row stays)
+    rows = measure(KUBECONFIG, repeats=1, first_line=("PyTorchJob", "TFJob", "TrainJob"))
     errors = [f"{r.measure}: {r.error}" for r in rows if r.error]
     assert not errors, errors
     got = {(r.measure, r.baseline_name): r for r in rows}

@@ -1,7 +1,9 @@
 """The Kubeflow SDKs against the real tier, and the product beside them.
 
 The Training SDK v1 (``kubeflow-training``: a PyTorchJob from a function) and the
-Trainer SDK v2 (``kubeflow``: a TrainJob on the ``torch-distributed`` runtime) each run
+Trainer SDK v2 (``kubeflow``: a TrainJob on the ``torch-distributed`` runtime, copied
+into the namespace as a TrainingRuntime: Kubeflow's roles let a profile's user read
+those, not ClusterTrainingRuntimes, and the SDK reads the runtime first) each run
 their own create, wait, logs and delete, as the notebook user, in their own environment
 (``benchmarks.k8s_real_sdk``). Then the product meets a job an SDK created, which
 carries none of our labels or annotations: ``JobManager`` lists it, reads its status
@@ -15,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.k8s_real import call_sdk
+from benchmarks.k8s_real import call_sdk, namespaced_runtime
 from benchmarks.k8s_real_sdk import SDK_VENV
 from jupyter_ddl.config import Config
 from jupyter_ddl.manager import JobManager
@@ -34,6 +36,9 @@ SDKS = [
 def sdk(op: str, which: str, kind: str) -> dict[str, Any]:
     if not (SDK_VENV / "bin" / "python").exists():
         require._missing(f"the Kubeflow SDKs' environment {SDK_VENV}")
+    if which == "v2":
+        # the profile's own TrainingRuntime: its user cannot read ClusterTrainingRuntimes
+        namespaced_runtime(ADMIN)
     return call_sdk(
         {
             "op": op,
