@@ -209,7 +209,12 @@ def measure(
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         raise RuntimeError("kubectl is not on PATH (scripts/cluster up installs it)")
-    namespaced_runtime(kubeconfig.with_name("admin.kubeconfig"))
+    kinds, missing = list(KINDS), {}
+    try:
+        namespaced_runtime(kubeconfig.with_name("admin.kubeconfig"))
+    except RuntimeError as e:  # the Trainer did not come up: the other kinds still measure
+        kinds.remove("TrainJob")
+        missing["TrainJob"] = f"{e} (is the Trainer running? .cluster/logs/trainer.log)"[:300]
     ours_c: dict[str, list[float]] = {k: [] for k in KINDS}
     ours_l: dict[str, list[float | None]] = {k: [] for k in KINDS}
     kubectl_c: dict[str, list[float]] = {k: [] for k in KINDS}
@@ -225,7 +230,7 @@ def measure(
             _say(f"first submit {first:.3f} s")
             kubectl_run(kubectl, kc, home, "api-resources")  # kubectl's discovery cache
             for i in range(repeats):
-                for kind in KINDS:
+                for kind in kinds:
                     c, line = ours.run(kind, kind in first_line)
                     ours_c[kind].append(c)
                     if kind in first_line:
@@ -239,7 +244,7 @@ def measure(
         finally:
             ours.close()
         for kind, (*_, which) in KINDS.items():
-            if which is None:
+            if which is None or kind not in kinds:
                 continue
             try:
                 sdk[kind] = call_sdk({"op": "bench", "sdk": which, "kind": kind, "kubeconfig": str(kc),
@@ -247,7 +252,7 @@ def measure(
                 _say(f"{kind}: SDK {which} {sdk[kind]}")
             except (RuntimeError, subprocess.TimeoutExpired) as e:
                 sdk[kind] = {"error": str(e)[:300]}
-    return rows(first, ours_c, ours_l, kubectl_c, sdk)
+    return rows(first, ours_c, ours_l, kubectl_c, sdk, missing)
 
 
 def _finite(samples: list[float | None]) -> list[float]:
@@ -255,10 +260,15 @@ def _finite(samples: list[float | None]) -> list[float]:
 
 
 def rows(first: float, ours_c: dict[str, list[float]], ours_l: dict[str, list[float | None]],
-         kubectl_c: dict[str, list[float]], sdk: dict[str, dict[str, Any]]) -> list[Row]:  # fmt: skip
+         kubectl_c: dict[str, list[float]], sdk: dict[str, dict[str, Any]],
+         missing: dict[str, str] | None = None) -> list[Row]:  # fmt: skip
     out = []
     kubectl_name = "kubectl create -f (dry-run YAML)"
     for kind, (*_, which) in KINDS.items():
+        if kind in (missing or {}):
+            out.append(Row(AREA, f"{kind}: not measured", math.nan, None, kubectl_name, "n/a",
+                           None, error=(missing or {})[kind]))  # fmt: skip
+            continue
         o, o_r = summarize(ours_c[kind])
         b, b_r = summarize(kubectl_c[kind])
         out.append(Row(AREA, f"{kind}: cell to job created", o, b, kubectl_name,

@@ -3,7 +3,6 @@ tests/cluster/test_bench_real.py)."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pytest
@@ -45,6 +44,7 @@ def test_rows_name_each_baseline_and_report_an_sdk_failure_as_an_error():
         {k: [1.0] for k in kinds},
         {k: [0.4] for k in kinds},
         {"PyTorchJob": {"created": [0.1], "first_line": [3.0]}, "TFJob": {"error": "boom"}},
+        {"TrainJob": "no Trainer"},
     )
     by = {(r.measure, r.baseline_name): r for r in got}
     created = by[("PyTorchJob: cell to job created", "kubectl create -f (dry-run YAML)")]
@@ -52,6 +52,7 @@ def test_rows_name_each_baseline_and_report_an_sdk_failure_as_an_error():
     line = by[("PyTorchJob: cell to first log line", "Training SDK v1 create_job, wait, logs")]
     assert line.ratio == pytest.approx(1 / 3)
     assert by[("TFJob: SDK", "Training SDK v1 create_job")].error == "boom"
-    assert math.isnan(by[("TrainJob: SDK", "Trainer SDK v2 train()")].ours)
+    assert by[("TrainJob: not measured", "kubectl create -f (dry-run YAML)")].error == "no Trainer"
+    assert not [r for r in got if r.measure.startswith("TrainJob") and not r.error]
     mpi = by[("MPIJob: cell to first log line", "no SDK creates an MPIJob v2beta1")]
     assert mpi.baseline is None and mpi.ours == 1.0
