@@ -69,7 +69,9 @@ class Backend(ABC):
 
     @abstractmethod
     def list(self, *, notebook: str | None = None) -> list[JobStatus]:
-        """Every job of ours this backend knows, newest first."""
+        """Every job this backend knows, newest first (on Kubernetes, every Kubeflow job
+        of the namespace, whoever created it); with ``notebook``, only the jobs we
+        submitted from that notebook."""
 
     @abstractmethod
     def watch(

@@ -84,7 +84,10 @@ def until(fn, timeout=30.0):
 
 
 def follow_then_cancel(backend, double, job: str, line: str, rid: str, selector: str) -> None:
-    """The product follows a job it did not create until ``line``, cancels, deletes it."""
+    """The product lists a job it did not create, follows it until ``line``, cancels
+    and deletes it."""
+    assert job in [j.name for j in backend.list()]
+    assert job not in [j.name for j in backend.list(notebook="some.ipynb")]
     stop = threading.Event()
     timer = threading.Timer(60, stop.set)
     timer.start()

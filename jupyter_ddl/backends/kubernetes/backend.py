@@ -143,9 +143,14 @@ class KubernetesBackend(Backend):
     def list(self, *, notebook: str | None = None) -> list[JobStatus]:
         from kubernetes.client import ApiException
 
-        selector = MANAGED_SELECTOR
+        # Every job of the namespace, as `kubectl get` shows them: one a Kubeflow SDK or
+        # kubectl created is the user's too, to read and cancel. A notebook's own list
+        # is of the jobs we created from it.
+        selector = None
         if notebook:
-            selector += f",{LABEL_NOTEBOOK}={label_value(notebook.rsplit('/', 1)[-1])}"
+            selector = (
+                f"{MANAGED_SELECTOR},{LABEL_NOTEBOOK}={label_value(notebook.rsplit('/', 1)[-1])}"
+            )
         ns = self.conn.namespace
         try:
             pods = (
