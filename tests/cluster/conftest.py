@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.cluster.tier import CLUSTER, KUBECONFIG, pids, run
+from tests.cluster.tier import CLUSTER, KUBECONFIG, MARKS, pids, run
 
 # `ip` (the checks that down removed every network namespace) lives in /usr/sbin, which a
 # user's PATH may lack; scripts/cluster adds it the same way
@@ -27,3 +27,18 @@ def tier():
     started = pids()
     yield started
     run(str(CLUSTER), "down", check=False)
+
+
+@pytest.fixture(params=["double", pytest.param("real", marks=MARKS)])
+def cluster(request, tmp_path):
+    """A scenario's cluster: the API double, and the real tier that referees it (marked
+    `cluster`, so the default run keeps the double only)."""
+    from tests.cluster.referee import DoubleTier, RealTier
+
+    if request.param == "real":
+        request.getfixturevalue("tier")
+        made = RealTier(tmp_path)
+    else:
+        made = DoubleTier(tmp_path)
+    yield made
+    made.close()
