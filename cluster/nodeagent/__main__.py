@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import netns, pods, server
+from . import crilog, netns, pods, server
 from .api import Api, ApiError
 from .pods import PodRunner, now
 from .sandbox import Sandbox
@@ -225,9 +225,14 @@ def main(argv: list[str] | None = None) -> int:
         "--pythonpath", default="", help="every container's PYTHONPATH unless it sets one"
     )
     p.add_argument("--record", help="file listing mount points made on this machine")
+    p.add_argument("--log-max-size", type=int, default=crilog.MAX_SIZE,
+                   help="bytes at which a container's log file is rotated (containerLogMaxSize)")  # fmt: skip
     a = p.parse_args(argv)
     if not 1 <= a.port <= 65535:
         p.error(f"--port {a.port} is not a TCP port (1-65535)")
+    if not 0 <= a.log_max_size <= 1 << 40:
+        p.error(f"--log-max-size {a.log_max_size} is out of range (0: never rotate, up to 1 TiB)")
+    crilog.MAX_SIZE = a.log_max_size
     pods.PIDDIR = Path(a.piddir)
     pods.PIDDIR.mkdir(parents=True, exist_ok=True)
     api = Api(a.server, Path(a.token_file).read_text().strip(), a.ca)

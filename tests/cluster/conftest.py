@@ -19,6 +19,8 @@ if "/usr/sbin" not in os.environ.get("PATH", "").split(os.pathsep):
 def tier():
     # the pods' `python` is this interpreter (torch, jupyter_ddl) unless told otherwise
     os.environ.setdefault("CLUSTER_PYTHON", sys.executable)
+    # logs rotate at the size the double uses too (referee.LOG_MAX_SIZE)
+    os.environ.setdefault("CLUSTER_LOG_MAX_SIZE", str(64 * 1024))
     up = run(str(CLUSTER), "up", check=False, timeout=5000)
     assert up.returncode == 0, (
         f"scripts/cluster up failed:\n{up.stdout[-3000:]}\n{up.stderr[-3000:]}"

@@ -18,13 +18,18 @@ from typing import Any
 
 from jupyter_ddl.backends.kubernetes import KubernetesBackend
 from jupyter_ddl.config import Config
-from tests.cluster.tier import ADMIN, CLUSTER, KUBECONFIG, NAMESPACE, kubectl, run
+from tests.cluster.tier import ADMIN, CLUSTER, KUBECONFIG, NAMESPACE, STATE, kubectl, run
 from tests.cluster.webhook import RefusingWebhook
 from tests.k8s.apidouble import NAMESPACE as DOUBLE_NAMESPACE
 from tests.k8s.apidouble import ApiDouble
 
 #: the label the training-operator puts on a job's pods (the double's operator too)
 JOB_LABEL = "training.kubeflow.org/job-name"
+#: containerLogMaxSize on both tiers (the kubelet's default is 10 MiB): small, so a
+#: scenario sees its log rotate; conftest.py starts the real tier with it
+LOG_MAX_SIZE = 64 * 1024
+#: how long the double's API server is away when it restarts
+API_DOWN_SECONDS = 3.0
 
 
 class Tier:
@@ -72,6 +77,10 @@ class Tier:
         answered 410 Gone."""
         raise NotImplementedError
 
+    def rotated(self, job: str) -> int:
+        """How many of the job's container logs were rotated at least once."""
+        raise NotImplementedError
+
     def close(self) -> None:
         for b in self._backends:
             for job in b.list():
@@ -90,6 +99,7 @@ class DoubleTier(Tier):
         # reason, as on the real tier (the double's 0.3 s is often over before a
         # watcher reads the pod)
         self.double.scenario.restart_backoff = 2.0
+        self.double.store.log_max_bytes = LOG_MAX_SIZE
         self.kubeconfig = self.double.kubeconfig(tmp / "kubeconfig")
 
     def objects(self, rid: str, selector: str = "") -> list[dict[str, Any]]:
@@ -106,9 +116,21 @@ class DoubleTier(Tier):
         self.double.kubeflow_edit()
 
     def restart_api(self) -> None:
+        # down for a few seconds, as a restart is: requests made meanwhile wait, every
+        # stream is cut, and the new server's history begins now (410 for older)
+        self.double.state.delay = API_DOWN_SECONDS
         with self.double.store.cond:
             self.double.store.compact()
         self.double.state.drop_streams()
+        time.sleep(API_DOWN_SECONDS)
+        self.double.state.delay = 0.0
+
+    def rotated(self, job: str) -> int:
+        store = self.double.store
+        cids = [cs.get("containerID") for p in self.objects("core/v1/pods")
+                if p["metadata"]["name"].startswith(job)
+                for cs in (p.get("status") or {}).get("containerStatuses") or []]  # fmt: skip
+        return sum(store.log_buffer(c).rotated > 0 for c in cids if c)
 
     def close(self) -> None:
         try:
@@ -166,6 +188,11 @@ class RealTier(Tier):
 
     def profile_owner(self) -> None:
         pass  # scripts/cluster binds the notebook user so, and serves both PodGroup CRDs
+
+    def rotated(self, job: str) -> int:
+        # the node agent's files: <logdir>/<ns>_<pod>_<uid>/<container>/<n>.log.<time>
+        dirs = (STATE / "pods").glob(f"{self.namespace}_{job}-*")
+        return sum(any(d.glob("*/*.log.*")) for d in dirs)
 
     def restart_api(self) -> None:
         got = run(str(CLUSTER), "restart-apiserver", check=False, timeout=180)
