@@ -44,7 +44,8 @@ class Tier:
         self._backends: list[KubernetesBackend] = []
 
     def backend(self) -> KubernetesBackend:
-        b = KubernetesBackend(Config(backend="kubernetes"), kubeconfig=str(self.kubeconfig),
+        cfg = Config(backend="kubernetes", namespace=self.namespace)
+        b = KubernetesBackend(cfg, kubeconfig=str(self.kubeconfig),
                               sa_dir=self._tmp / "no-sa", usage_every=0.5)  # fmt: skip
         self._backends.append(b)
         return b
