@@ -21,6 +21,8 @@ from .pods import PodRunner, now
 from .sandbox import Sandbox
 
 HEARTBEAT = 10.0
+#: seconds a pod status report is retried while the API server cannot be reached
+REPORT_RETRY = 120.0
 
 
 def node_object(name: str, port: int) -> dict[str, Any]:
@@ -128,11 +130,22 @@ class Agent:
         path = f"/api/v1/namespaces/{m['namespace']}/pods/{m['name']}/status"
 
         def report(status: dict[str, Any]) -> None:
-            try:
-                self.api.merge_patch(path, {"metadata": {"uid": m["uid"]}, "status": status})
-            except ApiError as e:
-                if e.code not in (404, 409):
-                    print(f"nodeagent: status of {m['name']}: {e}", file=sys.stderr, flush=True)
+            # an API server away (restarting) is waited for, as the kubelet's status
+            # manager retries: a pod's last status must not be lost with the connection
+            deadline = time.monotonic() + REPORT_RETRY
+            while True:
+                try:
+                    self.api.merge_patch(path, {"metadata": {"uid": m["uid"]}, "status": status})
+                    return
+                except ApiError as e:
+                    if e.code not in (404, 409):
+                        print(f"nodeagent: status of {m['name']}: {e}", file=sys.stderr, flush=True)
+                    return
+                except OSError as e:
+                    if time.monotonic() > deadline or self.stop.is_set():
+                        print(f"nodeagent: status of {m['name']}: {e}", file=sys.stderr, flush=True)
+                        return
+                    time.sleep(0.5)
 
         return report
 
