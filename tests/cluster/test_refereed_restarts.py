@@ -42,12 +42,12 @@ def test_a_crashing_replica_ends_failed_with_its_root_cause(cluster):
 
 def test_an_api_server_restart_mid_follow_loses_and_repeats_no_line(cluster):
     backend = cluster.backend()
-    ticks = 40
+    ticks = 30
     cell = (
         "import time\n"
         f"for i in range({ticks}):\n"
         "    print('tick', i, flush=True)\n"
-        "    time.sleep(0.3)\n"
+        "    time.sleep(0.2)\n"
     )
     spec = JobSpec(name=name("gone"), strategy="tf-mirrored", replicas={"Worker": 1},
                    command=RUN_CELL)  # fmt: skip
