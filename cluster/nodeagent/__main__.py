@@ -130,17 +130,22 @@ class Agent:
         path = f"/api/v1/namespaces/{m['namespace']}/pods/{m['name']}/status"
 
         def report(status: dict[str, Any]) -> None:
-            # an API server away (restarting) is waited for, as the kubelet's status
-            # manager retries: a pod's last status must not be lost with the connection
+            # an API server away or refusing (restarting) is waited for, as the kubelet's
+            # status manager retries: a pod's last status must not be lost
             deadline = time.monotonic() + REPORT_RETRY
             while True:
                 try:
                     self.api.merge_patch(path, {"metadata": {"uid": m["uid"]}, "status": status})
                     return
                 except ApiError as e:
-                    if e.code not in (404, 409):
+                    if e.code in (404, 409):  # gone, or replaced by a pod of the same name
+                        return
+                    # anything else is retried too: a restarted API server answers 403
+                    # until its RBAC caches have synced
+                    if time.monotonic() > deadline or self.stop.is_set():
                         print(f"nodeagent: status of {m['name']}: {e}", file=sys.stderr, flush=True)
-                    return
+                        return
+                    time.sleep(0.5)
                 except OSError as e:
                     if time.monotonic() > deadline or self.stop.is_set():
                         print(f"nodeagent: status of {m['name']}: {e}", file=sys.stderr, flush=True)

@@ -36,7 +36,7 @@ def test_a_crashing_replica_ends_failed_with_its_root_cause(cluster):
     # the kubelet's back-off was shown while it lasted
     assert any("CrashLoopBackOff" in w for w in waiting(events)), waiting(events)
     # and the operator's own verdict: its backoff limit, reached by that restart
-    assert message.endswith(f"PyTorchJob {spec.name} has failed because it has reached the "
+    assert message.endswith(f" — Job {spec.name} has failed because it has reached the "
                             "specified backoff limit"), message  # fmt: skip
 
 
