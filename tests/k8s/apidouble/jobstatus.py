@@ -52,7 +52,10 @@ def judge_v1(kind: str, job: dict[str, Any], pods_by_type: dict[str, list[dict[s
     if past_backoff_limit(job, kind, pods_by_type, policy_of):
         # training-operator names no kind here (pkg/controller.v1/common/job.go: "Job %s
         # has failed because ..."), seen on the real tier
-        return ("Failed", f"Job {name} has failed because it has reached the specified backoff limit")
+        return (
+            "Failed",
+            f"Job {name} has failed because it has reached the specified backoff limit",
+        )
     failed = [rt for rt, ps in pods_by_type.items() if any(phase(p) == "Failed" for p in ps)]
     if kind == "MPIJob":  # only the launcher decides; a worker that fails is retried by nobody
         failed = [rt for rt in failed if rt == "Launcher"]
