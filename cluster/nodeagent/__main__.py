@@ -15,12 +15,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import netns, pods, server
+from . import crilog, netns, pods, server
 from .api import Api, ApiError
 from .pods import PodRunner, now
 from .sandbox import Sandbox
 
 HEARTBEAT = 10.0
+#: seconds a pod status report is retried while the API server cannot be reached
+REPORT_RETRY = 120.0
 
 
 def node_object(name: str, port: int) -> dict[str, Any]:
@@ -128,11 +130,27 @@ class Agent:
         path = f"/api/v1/namespaces/{m['namespace']}/pods/{m['name']}/status"
 
         def report(status: dict[str, Any]) -> None:
-            try:
-                self.api.merge_patch(path, {"metadata": {"uid": m["uid"]}, "status": status})
-            except ApiError as e:
-                if e.code not in (404, 409):
-                    print(f"nodeagent: status of {m['name']}: {e}", file=sys.stderr, flush=True)
+            # an API server away or refusing (restarting) is waited for, as the kubelet's
+            # status manager retries: a pod's last status must not be lost
+            deadline = time.monotonic() + REPORT_RETRY
+            while True:
+                try:
+                    self.api.merge_patch(path, {"metadata": {"uid": m["uid"]}, "status": status})
+                    return
+                except ApiError as e:
+                    if e.code in (404, 409):  # gone, or replaced by a pod of the same name
+                        return
+                    # anything else is retried too: a restarted API server answers 403
+                    # until its RBAC caches have synced
+                    if time.monotonic() > deadline or self.stop.is_set():
+                        print(f"nodeagent: status of {m['name']}: {e}", file=sys.stderr, flush=True)
+                        return
+                    time.sleep(0.5)
+                except OSError as e:
+                    if time.monotonic() > deadline or self.stop.is_set():
+                        print(f"nodeagent: status of {m['name']}: {e}", file=sys.stderr, flush=True)
+                        return
+                    time.sleep(0.5)
 
         return report
 
@@ -225,9 +243,14 @@ def main(argv: list[str] | None = None) -> int:
         "--pythonpath", default="", help="every container's PYTHONPATH unless it sets one"
     )
     p.add_argument("--record", help="file listing mount points made on this machine")
+    p.add_argument("--log-max-size", type=int, default=crilog.MAX_SIZE,
+                   help="bytes at which a container's log file is rotated (containerLogMaxSize)")  # fmt: skip
     a = p.parse_args(argv)
     if not 1 <= a.port <= 65535:
         p.error(f"--port {a.port} is not a TCP port (1-65535)")
+    if not 0 <= a.log_max_size <= 1 << 40:
+        p.error(f"--log-max-size {a.log_max_size} is out of range (0: never rotate, up to 1 TiB)")
+    crilog.MAX_SIZE = a.log_max_size
     pods.PIDDIR = Path(a.piddir)
     pods.PIDDIR.mkdir(parents=True, exist_ok=True)
     api = Api(a.server, Path(a.token_file).read_text().strip(), a.ca)

@@ -7,6 +7,7 @@ before the process ended without a newline). Pure functions plus one small write
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -17,6 +18,9 @@ from typing import BinaryIO
 
 # the runtime splits lines longer than this into partial records
 MAX_RECORD = 16 * 1024
+# the kubelet's containerLogMaxSize: the current file is rotated once it reaches this
+# (set by --log-max-size); the API serves only the current file
+MAX_SIZE = 10 * 1024 * 1024
 
 
 def stamp(t: float | None = None) -> str:
@@ -99,8 +103,10 @@ def follow(
     path: Path, start: int, alive: callable[[], bool], poll: float = 0.2
 ) -> Iterator[Record]:  # type: ignore[valid-type]
     """Records written after byte offset `start`, until the container is gone and the
-    file holds nothing new."""
-    with path.open("rb") as f:
+    file holds nothing new. A rotation (the path names a new file) is followed into the
+    new file once the old one is read to its end, as the kubelet's follow does."""
+    f = path.open("rb")
+    try:
         f.seek(start)
         buf = b""
         while True:
@@ -113,16 +119,39 @@ def follow(
                     if r is not None:
                         yield r
                 continue
+            if _rotated(path, f):
+                f.close()
+                f = path.open("rb")
+                continue
             if not alive():
                 return
             time.sleep(poll)
+    finally:
+        f.close()
+
+
+def _rotated(path: Path, f: BinaryIO) -> bool:
+    try:
+        return path.stat().st_ino != os.fstat(f.fileno()).st_ino
+    except FileNotFoundError:
+        return False  # between the rename and the new file: next time
+
+
+def since(recs: list[Record], cutoff: float) -> list[Record]:
+    """The records written at or after ``cutoff`` (epoch seconds): the times are of
+    one fixed width, so they compare as text."""
+    at = stamp(cutoff)
+    return [r for r in recs if r.time >= at]
 
 
 class Writer:
-    """Appends both streams of one container run to its log file, thread-safely."""
+    """Appends both streams of one container run to its log file, thread-safely, and
+    rotates it at ``max_size``: the full file is renamed ``<name>.<time>`` (as the
+    kubelet's container log manager does) and writing goes on in a new one."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, max_size: int | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        self.path, self.max_size = path, MAX_SIZE if max_size is None else max_size
         self._f: BinaryIO = path.open("ab")
         self._lock = threading.Lock()
 
@@ -132,6 +161,14 @@ class Writer:
                 for rec in records(stream, line):
                     self._f.write(rec)
                 self._f.flush()
+                if self.max_size > 0 and self._f.tell() >= self.max_size:
+                    self._rotate()
+
+    def _rotate(self) -> None:
+        self._f.close()
+        when = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S.%f")
+        self.path.rename(self.path.with_name(f"{self.path.name}.{when}"))
+        self._f = self.path.open("ab")
 
     def close(self) -> None:
         self._f.close()

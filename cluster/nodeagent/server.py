@@ -1,14 +1,16 @@
 """The kubelet's containerLogs endpoint over HTTPS, which the apiserver proxies for
 `pods/log`: GET /containerLogs/{namespace}/{pod}/{container} with follow, previous,
-timestamps, tailLines and limitBytes."""
+timestamps, sinceSeconds, sinceTime, tailLines and limitBytes."""
 
 from __future__ import annotations
 
 import http.server
 import ssl
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable
+from datetime import datetime, timezone
 
 from . import crilog
 from .pods import PodRunner
@@ -24,6 +26,22 @@ def int_arg(q: dict[str, list[str]], key: str) -> int | None:
     if value < 0:
         raise ValueError(f"{key} must not be negative")
     return value
+
+
+def since_arg(q: dict[str, list[str]]) -> float | None:
+    """The cutoff of sinceSeconds or sinceTime (RFC 3339, as the apiserver passes it),
+    in epoch seconds; None when neither is given."""
+    seconds = int_arg(q, "sinceSeconds")
+    if seconds is not None:
+        return time.time() - seconds
+    if "sinceTime" not in q:
+        return None
+    text = q["sinceTime"][0]
+    try:
+        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"sinceTime {text!r} is not an RFC 3339 time") from None
+    return t.astimezone(timezone.utc).timestamp()
 
 
 def make_handler(lookup: Lookup) -> type[http.server.BaseHTTPRequestHandler]:
@@ -52,6 +70,7 @@ def make_handler(lookup: Lookup) -> type[http.server.BaseHTTPRequestHandler]:
             try:
                 tail_lines = int_arg(q, "tailLines")
                 limit = int_arg(q, "limitBytes")
+                cutoff = since_arg(q)
             except ValueError as e:
                 self._plain(400, str(e))
                 return
@@ -77,6 +96,8 @@ def make_handler(lookup: Lookup) -> type[http.server.BaseHTTPRequestHandler]:
                 return
             recs = crilog.read_all(path)
             start = path.stat().st_size
+            if cutoff is not None:
+                recs = crilog.since(recs, cutoff)
             if tail_lines is not None:
                 recs = crilog.tail(recs, tail_lines)
             self.send_response(200)

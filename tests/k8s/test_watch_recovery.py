@@ -49,3 +49,26 @@ def test_a_failing_pod_watch_is_reported_and_the_stream_recovers(backend, double
     # recovered: the pods were listed again, the line arrived, the job's end too
     assert [e.log.text for e in events if e.kind == EventKind.LOG] == ["after the outage"]
     assert events[-1].kind == EventKind.STATUS and events[-1].status.state == JobState.SUCCEEDED
+
+
+def test_a_watch_refused_for_a_moment_after_an_api_restart_goes_on(backend, double):
+    """A restarted API server answers 403 until its RBAC caches are filled (seen on the
+    real tier): a watch that was allowed is retried through it, not ended as refused."""
+    spec = JobSpec(name=f"rbac-{uuid.uuid4().hex[:6]}", strategy="tf-mirrored",
+                   replicas={"Worker": 1}, command=["python", "-u", f"{CODE_DIR}/cell.py"])  # fmt: skip
+    cell = (
+        "import time\nfor i in range(12):\n    print('tick', i, flush=True)\n    time.sleep(0.25)\n"
+    )
+    backend.submit(spec, build_bundle(cell))
+    refused = {("watch", "tfjobs"), ("list", "tfjobs"), ("watch", "pods"), ("list", "pods")}
+    events = []
+    for ev in backend.watch(spec.name):
+        events.append(ev)
+        if ev.kind == EventKind.LOG and ev.log.text == "tick 1":
+            double.state.denied |= refused
+            double.state.drop_streams()
+            threading.Timer(2.0, lambda: double.state.denied.difference_update(refused)).start()
+    assert [e.log.text for e in events if e.kind == EventKind.LOG] == [
+        f"tick {i}" for i in range(12)
+    ]
+    assert events[-1].kind == EventKind.STATUS and events[-1].status.state == JobState.SUCCEEDED

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +35,8 @@ from jupyter_ddl.errors import WatchError
 log = logging.getLogger(__name__)
 Put = Callable[[Item], bool]
 FIRST_DELAY, MAX_DELAY = 0.2, 10.0
+#: seconds a watch that was allowed is retried through 403s before it counts as refused
+REFUSED_RETRY = 30.0
 
 
 class ListWatch:
@@ -50,22 +53,32 @@ class ListWatch:
         from kubernetes.client import ApiException
 
         delay, rv, failures = FIRST_DELAY, None, 0
+        allowed, refused_since = False, None  # a list went through; when 403s began
         error: Exception
         while not (self.stop.is_set() or self._halt.is_set()):
             try:
                 if rv is None:
                     rv = self._list(of, list_fn, **kw)
+                    allowed, refused_since = True, None
                 rv = self._watch_from(of, list_fn, rv, **kw)
-                delay, failures = FIRST_DELAY, 0
+                delay, failures, refused_since = FIRST_DELAY, 0, None
                 continue
             except ApiException as e:
                 if e.status == 410:
                     rv = None  # history compacted: re-list from scratch
                     continue
-                if e.status in (403, 404):
+                # a restarted API server answers 403 until its RBAC caches are filled:
+                # what was allowed a moment ago is retried for a while before it counts
+                now = time.monotonic()
+                refused_since = refused_since or now
+                if e.status == 403 and allowed and now - refused_since < REFUSED_RETRY:
+                    expected, cause, error = True, f"{e.status} {e.reason}", e
+                elif e.status in (403, 404):
                     self._put(Refused(of, e))
                     return
-                expected, cause, error = True, f"{e.status} {e.reason}", e
+                else:
+                    expected, cause, error = True, f"{e.status} {e.reason}", e
+                    refused_since = None
             except Exception as e:  # noqa: BLE001 - reported and retried, never silent
                 expected, cause, error = _is_network(e) or isinstance(e, WatchError), one_line(e), e
             if self.stop.is_set() or self._halt.is_set():

@@ -92,3 +92,41 @@ def read_container(
             yield None if line is None else split_timestamp(line)
     finally:
         resp.release_conn()
+
+
+#: bytes read from the start of the current log file to learn its first line's time
+FIRST_LINE_BYTES = 512
+
+
+def rotation_gap(
+    conn: Connection, pod: str, container: str | None, last: float | None
+) -> str | None:
+    """Before a cut follow is resumed from ``last`` (the last line's time delivered):
+    when the kubelet's current log file begins after it, the file was rotated while
+    nobody followed, and what was written in between is in a file the API no longer
+    serves. The note that says so, naming the span; None when nothing can be missing."""
+    from kubernetes.client import ApiException
+    from urllib3.exceptions import HTTPError
+
+    if last is None:
+        return None
+    kwargs: dict[str, Any] = {"timestamps": True, "limit_bytes": FIRST_LINE_BYTES,
+                              "_preload_content": False, "_request_timeout": (10.0, 30.0)}  # fmt: skip
+    if container:
+        kwargs["container"] = container
+    try:
+        resp = conn.client("CoreV1Api").read_namespaced_pod_log(pod, conn.namespace, **kwargs)
+        try:
+            head = resp.data.split(b"\n", 1)[0].decode("utf-8", "replace")
+        finally:
+            resp.release_conn()
+    except (ApiException, HTTPError, OSError):
+        return None  # the resumed follow reports what is wrong; this is only a check
+    first, _ = split_timestamp(head)
+    if first is None or first <= last:
+        return None
+    return (
+        f"jupyter-ddl: lines of pod {pod} written between {timestamps.format_micro(last)} and "
+        f"{timestamps.format_micro(first)} may be lost: its log was rotated while the follow "
+        "was cut, and the kubelet serves only the current file"
+    )

@@ -18,7 +18,7 @@ Per container the behaviour is that of a plain follower: lines in order, with th
 timestamps; a stream that ends while the container still runs is reopened (with
 backoff) from the last timestamp delivered, and lines already delivered, by
 (timestamp, text), are dropped, so nothing repeats even when the kubelet rotated
-the log file in between; a
+the log file in between (lines a rotation took meanwhile are named: ``rotation_gap``); a
 container's follower waits for the previous follower of the same replica (an earlier
 container of a restarted pod), so a replica's lines stay in order.
 """
@@ -175,6 +175,9 @@ class LogMultiplexer:
             since = s.since_seconds(time.time())
             if since is not None:
                 kwargs["since_seconds"] = since
+            gap = logs.rotation_gap(self.conn, s.pod, s.container, s.last_stamp)
+            if gap:  # in the replica's lines, where they are missing
+                self.emit(s.rid, [(None, gap)])
         s.opens += 1
         s.broken = False
         try:

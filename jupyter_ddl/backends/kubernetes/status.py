@@ -226,10 +226,12 @@ def job_status(
         stopped = state == JobState.CANCELLED or (r.role, r.index) in ended
         # a replica that crashed and restarted in a job that failed (its backoff limit
         # reached, whatever state its last run was caught in, even killed by the job's
-        # end) failed: the root cause is read from it
-        if state == JobState.FAILED and r.restarts and not r.state.finished:
+        # end) failed: the root cause is read from it. So did one still in its first
+        # back-off: the kubelet counts a restart only when the next container starts,
+        # and the operator may end the job on another replica's restart first
+        last = _failed_run(kind, by_id.get((r.role, r.index)))
+        if state == JobState.FAILED and (r.restarts or last) and not r.state.finished:
             r.state = ReplicaState.FAILED
-            last = _failed_run(kind, by_id.get((r.role, r.index)))
             if last:
                 r.exit_code = last.get("exitCode")
                 r.signal = int(last["signal"]) if last.get("signal") else None

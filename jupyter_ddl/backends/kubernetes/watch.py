@@ -55,6 +55,10 @@ from jupyter_ddl.models import (
 LAST_LINES = 100  # as the local backend: torchrun's failure summary and a child's traceback
 #: seconds to wait for log streams of replicas still running after the job ended
 FINISH_GRACE = 10.0
+#: seconds the final status waits after the job's end is heard: the job and its pods
+#: come on two watches, and a pod's last change (a restart counted, then the pod deleted
+#: by the job's end) may arrive just after the job's
+FINISH_SETTLE = 0.5
 #: seconds without a status and without a pod after which the operator is suspected
 NO_STATUS_AFTER = 5.0
 
@@ -151,8 +155,9 @@ class JobWatcher:
         pname = pod["metadata"]["name"]
         if etype == "DELETED":
             old = self.pods.pop(pname, None)
-            if old is not None:
-                self.gone[pname] = old  # once the job is over, its replica stays, ended
+            if old is not None:  # once the job is over, its replica stays, ended, as the
+                # deletion shows it last (a restart counted just before it was deleted)
+                self.gone[pname] = pod if pod.get("status") else old
             return
         self.pods[pname] = pod
         self.gone.pop(pname, None)
@@ -231,7 +236,8 @@ class JobWatcher:
             self._give_up(st)
             if (st.state.finished or self._gone) and self._finished_at is None:
                 self._finished_at = time.monotonic()
-            if self._finished_at is not None and I.PodChanged in self._synced and self._drained():
+            if (self._finished_at is not None and I.PodChanged in self._synced
+                    and time.monotonic() - self._finished_at >= FINISH_SETTLE and self._drained()):  # fmt: skip
                 st.metrics = dict(self._latest)
                 yield JobEvent(EventKind.STATUS, self.name, status=st)
                 return

@@ -50,9 +50,11 @@ def judge_v1(kind: str, job: dict[str, Any], pods_by_type: dict[str, list[dict[s
     name = job["metadata"]["name"]
     all_pods = [p for ps in pods_by_type.values() for p in ps]
     if past_backoff_limit(job, kind, pods_by_type, policy_of):
+        # training-operator names no kind here (pkg/controller.v1/common/job.go: "Job %s
+        # has failed because ..."), seen on the real tier
         return (
             "Failed",
-            f"{kind} {name} has failed because it has reached the specified backoff limit",
+            f"Job {name} has failed because it has reached the specified backoff limit",
         )
     failed = [rt for rt, ps in pods_by_type.items() if any(phase(p) == "Failed" for p in ps)]
     if kind == "MPIJob":  # only the launcher decides; a worker that fails is retried by nobody

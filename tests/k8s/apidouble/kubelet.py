@@ -199,10 +199,14 @@ class Kubelet(Scheduling):
             oom = code in (137, -9) and self.scenario.match(name, self.scenario.oom)
             term = P.termination(code, cid, "OOMKilled" if oom else None)
             if policy == "Always" or (policy == "OnFailure" and term["exitCode"] != 0):
-                restarts, last = restarts + 1, term
+                # the count rises when the next container is created, not during the
+                # back-off (kubelet_pods.go convertToAPIContainerStatuses takes it from
+                # the latest container, the one that just exited): an operator's
+                # backoffLimit of 1 is reached only once the container ran again
                 self._set_status(
                     ns, name, P.pod("Running", [P.crashloop(main["name"], restarts, term), *side])
                 )
+                restarts, last = restarts + 1, term
                 time.sleep(self.scenario.restart_backoff)
                 continue
             if sidecars:  # Istio's classic sidecar never exits: the pod runs on, unfinished
@@ -258,7 +262,7 @@ class Kubelet(Scheduling):
         (CrashLoopBackOff), the pod Failed under Never. (restarts, last, try again)."""
         if policy in ("Always", "OnFailure"):
             self._set_status(
-                ns, name, P.pod("Running", [P.crashloop(main["name"], restarts + 1, term), *side])
+                ns, name, P.pod("Running", [P.crashloop(main["name"], restarts, term), *side])
             )
             time.sleep(self.scenario.restart_backoff)
             return restarts + 1, term, True

@@ -180,6 +180,11 @@ def stream_log(h: Handler, cid: str, follow: bool, q: dict[str, str]) -> None:
         return (_stamp(t) + b" " if stamps else b"") + text.encode() + b"\n"
 
     h._start_stream("text/plain")
+    if q.get("limitBytes") and not follow:  # the first N bytes of what was selected
+        head = b"".join(fmt(t, text) for t, text in lines)[: int(q["limitBytes"])]
+        if head:
+            h._chunk(head)
+        return h._end_stream()
     if lines:  # what is there already goes out in one chunk, as a file read would
         h._chunk(b"".join(fmt(t, text) for t, text in lines))
     while follow and not store.closed:

@@ -122,6 +122,8 @@ class Store:
         self.closed = False
         self.compacted = 0  # watches from before this resourceVersion get 410
         self.epoch = 0  # bumped by expire_watches(): open watches end with 410 Gone
+        #: the kubelet's containerLogMaxSize (bytes): 0 rotates only when a test says
+        self.log_max_bytes = 0
 
     # -- objects ---------------------------------------------------------------
     def _bump(self, kind: str, rid: str, obj: dict[str, Any]) -> None:
@@ -226,6 +228,13 @@ class Store:
         buf = self.log_buffer(cid)
         with buf.cond:
             buf.lines.append((time.time(), line))
+            # the current file has reached containerLogMaxSize: rotated (a CRI record
+            # is the line plus about 40 bytes of time, stream and tag)
+            if (
+                self.log_max_bytes
+                and sum(len(t) + 40 for _, t in buf.lines[buf.rotated :]) >= self.log_max_bytes
+            ):
+                buf.rotated = len(buf.lines)
             buf.cond.notify_all()
 
     def log_rotate(self, cid: str) -> int:
