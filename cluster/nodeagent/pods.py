@@ -18,39 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from . import crilog, envs, volumes
+from .backoff import Backoff
 from .envs import ConfigError
 from .sandbox import Sandbox
 
-BACKOFF_START, BACKOFF_MAX = 10.0, 300.0
 # where each container's process group is recorded while it runs (set by __main__)
 PIDDIR: Path | None = None
 
 
 def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-class Backoff:
-    """The kubelet's restart back-off for one container (its ``doBackOff`` over
-    client-go's ``flowcontrol.Backoff``): the first failure restarts at once and opens
-    a 10 s window; each later failure waits out the window, which then doubles up to
-    5 min; a window left unused for twice the cap starts over."""
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self.clock = clock
-        self.window = 0.0
-        self.updated: float | None = None
-
-    def wait(self) -> float:
-        """Seconds to wait before restarting a container that just failed."""
-        t = self.clock()
-        if self.updated is None or t - self.updated > 2 * BACKOFF_MAX:
-            self.window, self.updated = BACKOFF_START, t
-            return 0.0
-        seconds = self.window
-        self.window = min(self.window * 2, BACKOFF_MAX)
-        self.updated = t + seconds  # the window is renewed when the restart happens
-        return seconds
 
 
 class PodRunner:
