@@ -9,9 +9,12 @@ FailedScheduling written as an events.k8s.io series.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 import uuid
+
+import pytest
 
 from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.core.placement import Resources
@@ -259,5 +262,47 @@ def test_an_ongoing_scheduling_failure_is_a_series_a_reattached_cell_still_shows
         attached.join(70)
         shown = [e.message or "" for e in seen if e.kind is EventKind.WAITING]
         assert any("FailedScheduling" in m and "Insufficient cpu" in m for m in shown), shown
+    finally:
+        manager.delete(spec.name)
+
+
+@pytest.mark.skipif(
+    not os.environ.get("CLUSTER_TRAINER", "").startswith("v2.0."),
+    reason="the tier runs Trainer v2.3.0; CLUSTER_TRAINER=v2.0.0 runs the oldest release",
+)
+def test_a_trainer_v2_0_trainjob_carries_the_istio_opt_out_and_raises_no_false_alarm(manager):  # noqa: F811
+    built(f"trainer-{os.environ['CLUSTER_TRAINER']}")
+    built("jobset-controller")
+    spec = JobSpec(
+        name=f"old-{uuid.uuid4().hex[:6]}",
+        strategy="torch-ddp",
+        replicas={"Node": 1},
+        target="TrainJob",
+        backend="kubernetes",
+        namespace=NAMESPACE,
+    )
+    manager.submit(spec, build_bundle("import time; time.sleep(3); print('done')\n"))
+    try:
+        # v2.0's podSpecOverrides carry no pod metadata: the opt-out comes through the
+        # job's own runtime, so it is on the pods themselves
+        pods = wait_for(
+            "the node pod",
+            lambda: json.loads(
+                kubectl(
+                    "-n", NAMESPACE, "get", "pods", "-l",
+                    f"jobset.sigs.k8s.io/jobset-name={spec.name}", "-o", "json",
+                ).stdout
+            )["items"],
+            60,
+        )  # fmt: skip
+        notes = pods[0]["metadata"].get("annotations") or {}
+        assert notes.get("sidecar.istio.io/inject") == "false", notes
+        assert (pods[0]["metadata"].get("labels") or {}).get("jupyter-ddl.io/managed") == "true"
+        events = follow(manager, spec.name, 120)
+        final = [e.status for e in events if e.status is not None][-1]
+        assert final.state is JobState.SUCCEEDED, final.message
+        waiting = [e.message or "" for e in events if e.kind is EventKind.WAITING]
+        # v2.0 writes no TrainJob status before the end: that is no sign of a dead operator
+        assert not any("is trainer" in w.lower() or "no status" in w for w in waiting), waiting
     finally:
         manager.delete(spec.name)
