@@ -35,8 +35,11 @@ from tests.cluster.tier import (
 from tests.k8s import deletion
 
 pytestmark = MARKS
+#: the Trainer release the tier runs (scripts/cluster reads the same variable)
+TRAINER = os.environ.get("CLUSTER_TRAINER", "v2.3.0")
 
 
+@pytest.mark.skipif(TRAINER != "v2.3.0", reason=f"the tier runs Trainer {TRAINER}, not v2.3.0")
 def test_trainjob_that_raises_fails_after_one_restart_with_its_root_cause(manager):  # noqa: F811
     built("trainer-v2.3.0")
     built("jobset-controller")
@@ -267,11 +270,11 @@ def test_an_ongoing_scheduling_failure_is_a_series_a_reattached_cell_still_shows
 
 
 @pytest.mark.skipif(
-    not os.environ.get("CLUSTER_TRAINER", "").startswith("v2.0."),
-    reason="the tier runs Trainer v2.3.0; CLUSTER_TRAINER=v2.0.0 runs the oldest release",
+    not TRAINER.startswith("v2.0."),
+    reason=f"the tier runs Trainer {TRAINER}; CLUSTER_TRAINER=v2.0.0 runs the oldest release",
 )
 def test_a_trainer_v2_0_trainjob_carries_the_istio_opt_out_and_raises_no_false_alarm(manager):  # noqa: F811
-    built(f"trainer-{os.environ['CLUSTER_TRAINER']}")
+    built(f"trainer-{TRAINER}")
     built("jobset-controller")
     spec = JobSpec(
         name=f"old-{uuid.uuid4().hex[:6]}",
