@@ -249,9 +249,21 @@ def submit(
     # -- writes ----------------------------------------------------------------------
     aux = [o for o in (cm, secret) if o] + own_runtime + render(spec)[1:]
     created: list[dict[str, Any]] = []
+
+    def for_release(s: JobSpec) -> JobSpec:
+        """An older release tried after a refusal may need what the assumed one did
+        not: Trainer v2.0 carries pod metadata only in a runtime of the job's own."""
+        if trainingruntime.needs_own_runtime(s):
+            return s
+        s, objs = _own_runtime(conn, s, runtime, labels, warnings)
+        for obj in objs:
+            create_aux(conn, obj)
+            created.append(obj)
+        return s
+
     try:
-        created = _create_all(conn, aux, pool)
-        made, spec = _create_job(conn, spec, found, render)
+        created += _create_all(conn, aux, pool)
+        made, spec = _create_job(conn, spec, found, render, for_release)
     except DDLError as e:
         _cleanup(conn, created)
         if checks is not None:
@@ -301,10 +313,12 @@ def _create_job(
     spec: JobSpec,
     found: runtimes.Found | None,
     render: Callable[[JobSpec], list[dict[str, Any]]],
+    for_release: Callable[[JobSpec], JobSpec] = lambda s: s,
 ) -> tuple[dict[str, Any], JobSpec]:
     """Create the job object. A TrainJob whose release was only assumed is tried again
     for an older release while the cluster refuses the tried release's override field
-    (a refused create changes nothing)."""
+    (a refused create changes nothing); ``for_release`` makes what that release needs
+    first."""
     older = found.fallbacks() if found else []
     about = found.describe() if found else None
     while True:
@@ -322,6 +336,7 @@ def _create_job(
         spec = _with_options(spec, **{TRAINER_RELEASE_OPTION: release})
         about = f"Trainer {release}, tried after the cluster refused a newer release's field"
         validate(spec)  # an older release may lack what the spec asks (a deadline)
+        spec = for_release(spec)
 
 
 def _api_for(conn: Connection, obj: dict[str, Any]) -> tuple[Any, str]:
