@@ -299,7 +299,11 @@ def test_a_trainer_v2_0_trainjob_carries_the_istio_opt_out_and_raises_no_false_a
             60,
         )  # fmt: skip
         notes = pods[0]["metadata"].get("annotations") or {}
-        assert notes.get("sidecar.istio.io/inject") == "false", notes
+        job = kubectl("-n", NAMESPACE, "get", "trainjob", spec.name, "-o", "json", check=False)
+        own = kubectl(
+            "-n", NAMESPACE, "get", "trainingruntime", spec.name, "-o", "json", check=False
+        )
+        assert notes.get("sidecar.istio.io/inject") == "false", (notes, job.stdout, own.stdout)
         assert (pods[0]["metadata"].get("labels") or {}).get("jupyter-ddl.io/managed") == "true"
         events = follow(manager, spec.name, 120)
         final = [e.status for e in events if e.status is not None][-1]
