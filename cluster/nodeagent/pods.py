@@ -1,8 +1,9 @@
 """Runs one pod as local processes: init containers in order, then every container;
-restarts under the pod's restartPolicy with the kubelet's doubling back-off (10 s up to
-5 min); reports the pod's status as the kubelet does. Images are not pulled: a
-container's command runs on this machine, inside the pod's sandbox (its network
-namespace, volumes and hosts file: sandbox.py) when the agent gives it one.
+restarts under the pod's restartPolicy with the kubelet's back-off (the first restart at
+once, then 10 s doubling up to 5 min); reports the pod's status as the kubelet does.
+Images are not pulled: a container's command runs on this machine, inside the pod's
+sandbox (its network namespace, volumes and hosts file: sandbox.py) when the agent
+gives it one.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from . import crilog, envs, image, volumes
+from .backoff import Backoff
 from .envs import ConfigError
 from .sandbox import Sandbox
 
-BACKOFF_START, BACKOFF_MAX = 10.0, 300.0
 # where each container's process group is recorded while it runs (set by __main__)
 PIDDIR: Path | None = None
 
@@ -156,8 +157,11 @@ class PodRunner:
         spec = self.pod["spec"]
         for c in spec.get("initContainers") or []:
             self.init_statuses[c["name"]] = waiting(c["name"], "PodInitializing")
+        # the kubelet's default waiting reason: PodInitializing while a pod has init
+        # containers to run, ContainerCreating otherwise
+        first = "PodInitializing" if spec.get("initContainers") else "ContainerCreating"
         for c in spec["containers"]:
-            self.statuses[c["name"]] = waiting(c["name"], "ContainerCreating")
+            self.statuses[c["name"]] = waiting(c["name"], first)
         self._publish()
         try:
             if not self._prepare():
@@ -215,7 +219,7 @@ class PodRunner:
 
     def _run_to_end(self, c: dict[str, Any], table: dict[str, dict[str, Any]], retry: bool) -> int:
         """An init container: run until it succeeds (or once under Never)."""
-        restart, backoff = 0, BACKOFF_START
+        restart, backoff = 0, Backoff()
         while not self.stopping.is_set():
             code = self._once(c, table, restart)
             if code is None:
@@ -223,13 +227,12 @@ class PodRunner:
             if code == 0 or not retry:
                 return code
             restart += 1
-            self._backoff(c["name"], table, backoff)
-            backoff = min(backoff * 2, BACKOFF_MAX)
+            self._backoff(c["name"], table, backoff.wait())
         return -1
 
     def _run_main(self, c: dict[str, Any]) -> None:
         policy = self.pod["spec"].get("restartPolicy", "Always")
-        restart, backoff = 0, BACKOFF_START
+        restart, backoff = 0, Backoff()
         while not self.stopping.is_set():
             code = self._once(c, self.statuses, restart)
             if code is None:
@@ -237,10 +240,11 @@ class PodRunner:
             if self.stopping.is_set() or policy == "Never" or (policy == "OnFailure" and code == 0):
                 return
             restart += 1
-            self._backoff(c["name"], self.statuses, backoff)
-            backoff = min(backoff * 2, BACKOFF_MAX)
+            self._backoff(c["name"], self.statuses, backoff.wait())
 
     def _backoff(self, name: str, table: dict[str, dict[str, Any]], seconds: float) -> None:
+        if seconds <= 0:  # restarted at once: no CrashLoopBackOff in between
+            return
         with self.lock:
             last = table[name]["state"]
             table[name] = {

@@ -77,6 +77,10 @@ def test_a_pod_runs_init_then_main_and_succeeds(tmp_path):
     assert last["initContainerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
     assert last["containerStatuses"][0]["state"]["terminated"]["reason"] == "Completed"
     assert [s["phase"] for s in seen][0] == "Pending" and "Running" in [s["phase"] for s in seen]
+    # while its init container runs, the main one waits as PodInitializing (the kubelet's
+    # default for a pod with init containers), never ContainerCreating
+    before = [s["containerStatuses"][0]["state"].get("waiting", {}).get("reason") for s in seen]
+    assert before[0] == "PodInitializing" and "ContainerCreating" not in before, before
     text = crilog.render(crilog.read_all(r.log_path("main", 0)), False)
     assert text == b"hello ok\n"
 

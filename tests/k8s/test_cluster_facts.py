@@ -168,3 +168,25 @@ def test_kubeconfig_files_merge_as_kubectl_merges_them(double, tmp_path, monkeyp
     conn = connect(Config(), sa_dir=token)
     assert not conn.in_cluster and conn.api.configuration.host == double.url
     conn.close()
+
+
+def test_a_fall_back_to_v2_0_makes_the_runtime_that_carries_the_istio_opt_out(backend, double):
+    """Seen on the real tier: a v2.0 cluster whose release was only assumed got its
+    TrainJob on the second fallback, with no runtime of its own, so its pods had no
+    Istio opt-out (v2.0 carries pod metadata only in a runtime, §11.10)."""
+    double.use_trainer("v2.0.0")
+    double.state.denied.add(("get", "customresourcedefinitions"))
+    spec = trainjob()
+    backend.submit(spec, build_bundle("print('old release', flush=True)\n"))
+    assert written_for(double, spec.name) == "v2.0.0"
+    job = double.store.get(TRAINJOBS, NAMESPACE, spec.name)
+    ref = job["spec"]["runtimeRef"]
+    assert ref["kind"] == "TrainingRuntime" and ref["name"] == spec.name, ref
+    own = double.store.get("trainer.kubeflow.org/v1alpha1/trainingruntimes", NAMESPACE, spec.name)
+    assert own is not None
+    pods = own["spec"]["template"]["spec"]["replicatedJobs"]
+    assert all(
+        r["template"]["spec"]["template"]["metadata"]["annotations"]["sidecar.istio.io/inject"]
+        == "false"
+        for r in pods
+    )

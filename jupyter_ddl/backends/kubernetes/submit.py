@@ -23,10 +23,10 @@ from functools import partial
 from typing import Any
 
 from jupyter_ddl.backends.kubernetes import notebook, preflight, runtimes, shipping
-from jupyter_ddl.backends.kubernetes.api_errors import from_api_exception
+from jupyter_ddl.backends.kubernetes.auxiliary import cleanup, create_aux, own
 from jupyter_ddl.backends.kubernetes.checkcache import CheckCache, parallel
 from jupyter_ddl.backends.kubernetes.connection import Connection
-from jupyter_ddl.backends.kubernetes.objects import STRICT, CustomObjects
+from jupyter_ddl.backends.kubernetes.objects import CustomObjects
 from jupyter_ddl.backends.kubernetes.status import ANNOTATION_IMAGE, ANNOTATION_WARNINGS
 from jupyter_ddl.config import Config
 from jupyter_ddl.core.kinds import TRAINJOB, Kind, TrainJobKind
@@ -249,16 +249,28 @@ def submit(
     # -- writes ----------------------------------------------------------------------
     aux = [o for o in (cm, secret) if o] + own_runtime + render(spec)[1:]
     created: list[dict[str, Any]] = []
+
+    def for_release(s: JobSpec) -> JobSpec:
+        """An older release tried after a refusal may need what the assumed one did
+        not: Trainer v2.0 carries pod metadata only in a runtime of the job's own."""
+        if trainingruntime.needs_own_runtime(s):
+            return s
+        s, objs = _own_runtime(conn, s, runtime, labels, warnings)
+        for obj in objs:
+            create_aux(conn, obj)
+            created.append(obj)
+        return s
+
     try:
-        created = _create_all(conn, aux, pool)
-        made, spec = _create_job(conn, spec, found, render)
+        created += _create_all(conn, aux, pool)
+        made, spec = _create_job(conn, spec, found, render, for_release)
     except DDLError as e:
-        _cleanup(conn, created)
+        cleanup(conn, created)
         if checks is not None:
             _forget(checks, conn.namespace, e)
         raise
     owner = shipping.owner_reference(made)
-    parallel(pool, [partial(_own, conn, obj, owner, spec.name) for obj in created])
+    parallel(pool, [partial(own, conn, obj, owner, spec.name) for obj in created])
     return Submitted(made, spec.shape.job_kind, warnings, image, pushed)
 
 
@@ -272,7 +284,7 @@ def _create_all(conn: Connection, objs: list[dict[str, Any]], pool: Any) -> list
                 create_aux(conn, obj)
                 created.append(obj)
         except DDLError:
-            _cleanup(conn, created)
+            cleanup(conn, created)
             raise
         return created
     futures = [pool.submit(create_aux, conn, obj) for obj in objs]
@@ -280,7 +292,7 @@ def _create_all(conn: Connection, objs: list[dict[str, Any]], pool: Any) -> list
     created = [obj for obj, e in zip(objs, errors, strict=True) if e is None]
     first = next((e for e in errors if e is not None), None)
     if first is not None:
-        _cleanup(conn, created)
+        cleanup(conn, created)
         raise first
     return created
 
@@ -301,10 +313,12 @@ def _create_job(
     spec: JobSpec,
     found: runtimes.Found | None,
     render: Callable[[JobSpec], list[dict[str, Any]]],
+    for_release: Callable[[JobSpec], JobSpec] = lambda s: s,
 ) -> tuple[dict[str, Any], JobSpec]:
     """Create the job object. A TrainJob whose release was only assumed is tried again
     for an older release while the cluster refuses the tried release's override field
-    (a refused create changes nothing)."""
+    (a refused create changes nothing); ``for_release`` makes what that release needs
+    first."""
     older = found.fallbacks() if found else []
     about = found.describe() if found else None
     while True:
@@ -322,72 +336,4 @@ def _create_job(
         spec = _with_options(spec, **{TRAINER_RELEASE_OPTION: release})
         about = f"Trainer {release}, tried after the cluster refused a newer release's field"
         validate(spec)  # an older release may lack what the spec asks (a deadline)
-
-
-def _api_for(conn: Connection, obj: dict[str, Any]) -> tuple[Any, str]:
-    """(API client, plural) of a ConfigMap, Secret or custom object."""
-    kind = obj["kind"]
-    if kind in ("ConfigMap", "Secret"):
-        return conn.client("CoreV1Api"), kind.lower() + "s"
-    return conn.client("CustomObjectsApi"), kind.lower() + "s"
-
-
-def create_aux(conn: Connection, obj: dict[str, Any]) -> None:
-    """Create a ConfigMap, Secret or PodGroup of the job (strict)."""
-    from kubernetes.client import ApiException
-
-    api, plural = _api_for(conn, obj)
-    try:
-        if obj["kind"] == "ConfigMap":
-            api.create_namespaced_config_map(conn.namespace, obj, field_validation=STRICT)
-        elif obj["kind"] == "Secret":
-            api.create_namespaced_secret(conn.namespace, obj, field_validation=STRICT)
-        else:
-            group, _, version = obj["apiVersion"].rpartition("/")
-            api.create_namespaced_custom_object(group, version, conn.namespace, plural, obj,
-                                                field_validation=STRICT)  # fmt: skip
-    except ApiException as e:
-        raise from_api_exception(
-            e,
-            action=f"creating {obj['kind']} {obj['metadata']['name']}",
-            name=obj["metadata"]["name"],
-            verb="create",
-            resource=plural,
-            namespace=conn.namespace,
-        ) from e
-
-
-def _own(conn: Connection, obj: dict[str, Any], owner: dict[str, Any], job: str) -> None:
-    """Make ``obj`` owned by the job, so deleting the job deletes it."""
-    from kubernetes.client import ApiException
-
-    api, plural = _api_for(conn, obj)
-    name, patch = obj["metadata"]["name"], {"metadata": {"ownerReferences": [owner]}}
-    try:
-        if obj["kind"] == "ConfigMap":
-            api.patch_namespaced_config_map(name, conn.namespace, patch)
-        elif obj["kind"] == "Secret":
-            api.patch_namespaced_secret(name, conn.namespace, patch)
-        else:
-            group, _, version = obj["apiVersion"].rpartition("/")
-            api.patch_namespaced_custom_object(group, version, conn.namespace, plural, name, patch)
-    except ApiException as e:  # the job runs anyway; only the cleanup is manual
-        log.warning("could not make %s %s owned by %s: %s", obj["kind"], name, job, e.reason)
-
-
-def _cleanup(conn: Connection, created: list[dict[str, Any]]) -> None:
-    from kubernetes.client import ApiException
-
-    for obj in created:
-        api, plural = _api_for(conn, obj)
-        name = obj["metadata"]["name"]
-        try:
-            if obj["kind"] == "ConfigMap":
-                api.delete_namespaced_config_map(name, conn.namespace)
-            elif obj["kind"] == "Secret":
-                api.delete_namespaced_secret(name, conn.namespace)
-            else:
-                group, _, version = obj["apiVersion"].rpartition("/")
-                api.delete_namespaced_custom_object(group, version, conn.namespace, plural, name)
-        except ApiException:
-            log.warning("could not remove %s %s after a refused submit", obj["kind"], name)
+        spec = for_release(spec)

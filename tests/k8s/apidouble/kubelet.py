@@ -45,6 +45,7 @@ class Kubelet(Scheduling):
         self.procs: dict[tuple[str, str], subprocess.Popen[bytes]] = {}
         self.started: set[str] = set()  # pod uids: a pod made again under its name is new
         self._told: set[tuple[str, str, str]] = set()  # (ns, object, reason) evented once
+        self._reaping: set[tuple[str, str]] = set()  # pods being stopped in their grace
         self._rr = itertools.count()
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="kubelet", daemon=True)
@@ -69,7 +70,7 @@ class Kubelet(Scheduling):
             for p in pods:
                 key = (p["metadata"]["namespace"], p["metadata"]["name"])
                 if p["metadata"].get("deletionTimestamp"):
-                    self._reap(key)
+                    self._reap(key, float(p["metadata"].get("deletionGracePeriodSeconds") or 0))
                 elif (
                     p["metadata"]["uid"] not in self.started
                     and (p.get("status") or {}).get("phase", "Pending") == "Pending"
@@ -79,15 +80,20 @@ class Kubelet(Scheduling):
             sweep(self.store)
             self.store.wait(0.2)
 
-    def _reap(self, key: tuple[str, str]) -> None:
-        """A deleted pod: stop its containers (SIGTERM, then SIGKILL), then let it go."""
+    def _reap(self, key: tuple[str, str], grace: float) -> None:
+        """A deleted pod: stop its containers (SIGTERM, then SIGKILL once its grace
+        period is over), then let it go."""
+        if key in self._reaping:
+            return
         if key not in self.procs:
             self.store.delete(PODS, *key)
             return
+        self._reaping.add(key)
 
         def stop_then_remove() -> None:
-            self._kill(key)
+            self._kill(key, grace)
             self.store.delete(PODS, *key)
+            self._reaping.discard(key)
 
         threading.Thread(target=stop_then_remove, daemon=True).start()
 
@@ -276,12 +282,12 @@ class Kubelet(Scheduling):
         for raw in proc.stdout:
             self.store.log_append(cid, raw.decode(errors="replace").rstrip("\n"))
 
-    def _kill(self, key: tuple[str, str]) -> None:
+    def _kill(self, key: tuple[str, str], grace: float = 3.0) -> None:
         proc = self.procs.pop(key, None)
         if proc and proc.poll() is None:
             try:
                 os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(3)
+                proc.wait(grace)
             except (ProcessLookupError, subprocess.TimeoutExpired):
                 try:
                     os.killpg(proc.pid, signal.SIGKILL)

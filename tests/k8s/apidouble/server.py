@@ -294,7 +294,10 @@ class Handler(BaseHTTPRequestHandler):
 
         body = self._body() or {}
         policy = body.get("propagationPolicy") or q.get("propagationPolicy") or "Background"
-        obj = cascade_delete(self.state.store, res, ns, name, policy)
+        grace = body.get("gracePeriodSeconds", q.get("gracePeriodSeconds"))
+        obj = cascade_delete(
+            self.state.store, res, ns, name, policy, None if grace is None else int(grace)
+        )
         if obj is None:
             raise E.not_found(res, name)
         self._send(200, obj)
