@@ -20,6 +20,7 @@ import {
   moveStep,
   position,
   prefersLog,
+  repeatedLines,
   tickLabel,
   stepsOf,
   values,
@@ -112,8 +113,9 @@ export class MetricsChart extends Widget {
     plot.setAttribute('aria-label', trans.__('%1 by step, one line per replica', chart.metric));
     plot.appendChild(svg('rect', { x: M.left, y: M.top, width: PLOT_W, height: PLOT_H }, 'jp-DDL-plot-bg'));
     this._axes(plot, x, y);
+    const repeats = repeatedLines(shown);
     for (const s of shown) {
-      this._line(plot, s, x, y);
+      this._line(plot, s, x, y, repeats);
     }
     // the focus target: the plot is an image, the values come as the tooltip's text
     const frame = el('div', 'jp-DDL-chart-frame');
@@ -171,7 +173,13 @@ export class MetricsChart extends Widget {
     plot.appendChild(name);
   }
 
-  private _line(plot: SVGSVGElement, s: ISeries, x: IAxis, y: IAxis): void {
+  private _line(plot: SVGSVGElement, s: ISeries, x: IAxis, y: IAxis, repeats: ReturnType<typeof repeatedLines>): void {
+    // a copy of an earlier line: dashed at a phase of its own, so every copy shows
+    const copy = repeats.get(s.replica);
+    const copies = copy ? [...repeats.values()].filter(r => r.of === copy.of).length : 0;
+    const dash: Record<string, string | number> = copy
+      ? { 'stroke-dasharray': `6 ${6 * copies}`, 'stroke-dashoffset': 6 * copy.copy }
+      : {};
     s.segments.forEach((segment, i) => {
       // a point a log axis cannot show (zero) splits the line as a gap does
       const runs: string[][] = [[]];
@@ -187,7 +195,7 @@ export class MetricsChart extends Widget {
       // earlier attempts fainter: the latest one is what the job is doing now
       const cls = `${seriesClass(s)}${i < s.segments.length - 1 ? ' jp-DDL-earlier' : ''}`;
       for (const run of runs.filter(r => r.length)) {
-        const attrs = { 'data-replica': s.replica, 'data-segment': i };
+        const attrs = { 'data-replica': s.replica, 'data-segment': i, ...dash };
         const [cx, cy] = run[0].split(',');
         plot.appendChild(
           run.length > 1
@@ -204,6 +212,7 @@ export class MetricsChart extends Widget {
     const legend = el('div', 'jp-DDL-legend');
     legend.setAttribute('role', 'group');
     legend.setAttribute('aria-label', trans.__('%1: replicas drawn', chart.metric));
+    const repeats = repeatedLines(chart.series);
     for (const s of chart.series) {
       const item = el('button', `jp-DDL-legend-item ${seriesClass(s)}`);
       item.dataset.replica = s.replica;
@@ -213,7 +222,9 @@ export class MetricsChart extends Widget {
       item.title = on ? trans.__('Hide %1 in this chart', s.replica) : trans.__('Show %1 in this chart', s.replica);
       item.appendChild(el('span', 'jp-DDL-swatch'));
       const restarts = s.segments.length > 1 ? ' ' + trans.__('(%1 attempts)', s.segments.length) : '';
-      item.appendChild(el('span', '', `${s.replica} ${formatNumber(s.latest)}${restarts}`));
+      const of = repeats.get(s.replica)?.of;
+      const same = of ? ' ' + trans.__('(the same line as %1)', of) : '';
+      item.appendChild(el('span', '', `${s.replica} ${formatNumber(s.latest)}${restarts}${same}`));
       item.onclick = () => {
         const next = new Set(hidden);
         if (on) {

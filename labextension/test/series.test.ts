@@ -8,6 +8,7 @@ import {
   moveStep,
   position,
   prefersLog,
+  repeatedLines,
   stepsOf,
   tickLabel,
   values,
@@ -107,4 +108,28 @@ test('the keyboard cursor moves among the steps any replica has, from the latest
   assert.equal(moveStep(steps, 0, 'PageUp'), 5);
   assert.equal(moveStep(steps, 10, 'Enter'), null);
   assert.equal(moveStep([], null, 'End'), null);
+});
+
+test('a line that repeats an earlier one is named, with its place among the copies', () => {
+  const line = (replica: string, colour: number, points: [number, number][][]) => ({
+    replica,
+    colour,
+    segments: points,
+    latest: 0
+  });
+  const same: [number, number][][] = [[[0, 1.5], [1, 0.75], [2, 0.5]]];
+  const repeats = repeatedLines([
+    line('master-0', 0, same),
+    line('worker-0', 1, [[[0, 1.5], [1, 0.75], [2, 0.5]]]),
+    line('worker-1', 2, [[[0, 1.5], [1, 0.7], [2, 0.5]]]),
+    line('worker-2', 3, [[[0, 1.5], [1, 0.75], [2, 0.5]]]),
+    line('worker-3', 4, [[]]),
+    line('worker-4', 5, [[]])
+  ]);
+  assert.deepEqual(Object.fromEntries(repeats), {
+    'worker-0': { of: 'master-0', copy: 1 },
+    'worker-2': { of: 'master-0', copy: 2 }
+  });
+  // a restart makes another line: the same values in other attempts are not a copy
+  assert.equal(repeatedLines([line('a', 0, [[[0, 1]], [[1, 2]]]), line('b', 1, [[[0, 1], [1, 2]]])]).size, 0);
 });

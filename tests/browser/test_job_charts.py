@@ -35,6 +35,12 @@ for step in range(8):
         raise SystemExit(1)
 """
 
+# All three ranks report the same loss (as DDP's all-reduced loss is): one line would
+# hide the others.
+SAME = """for step in range(6):
+    report(step=step, loss=1.0 / (step + 1))
+"""
+
 
 def _no_markers(lp: LabPage) -> None:
     text = lp.panel_text()
@@ -59,6 +65,7 @@ def test_charts_and_logs_in_the_dark_theme(lab, browser, artifacts, data_dir, tm
             manager, "restarts", RESTARTS, "tf-mirrored", {"Worker": 1},
             restart_policy=RestartPolicy.ON_FAILURE, env={"DDL_TEST_DIR": str(tmp_path)},
         )  # fmt: skip
+        submit(manager, "same", SAME, "torch-ddp", {"Master": 1, "Worker": 2})
         page.wait_for_selector(f'{lp.row("decades")}[data-state="Running"]', timeout=60_000)
         view = lp.open_job("decades")
 
@@ -119,6 +126,20 @@ def test_charts_and_logs_in_the_dark_theme(lab, browser, artifacts, data_dir, tm
         assert page.get_attribute(restarted, "data-scale") == "linear"  # 1 .. 0.125
         page.screenshot(path=str(artifacts / "dark-job-restarts.png"))
         _no_markers(lp)
+
+        # identical lines: each copy dashed at a phase of its own, the legend says whose
+        assert manager.wait("same", timeout=120).state.value == "Succeeded"
+        view = lp.open_job("same")
+        same = f'{view} .jp-DDL-chartbox[data-metric="loss"][data-source="report"]'
+        page.wait_for_selector(f'{same} polyline[data-replica="worker-1"]', timeout=30_000)
+        legend = page.inner_text(f"{same} .jp-DDL-legend")
+        assert "worker-0" in legend and legend.count("the same line as master-0") == 2, legend
+        dashes = [
+            page.get_attribute(f'{same} polyline[data-replica="{r}"]', "stroke-dashoffset")
+            for r in ("master-0", "worker-0", "worker-1")
+        ]
+        assert dashes == [None, "6", "12"], dashes
+        page.screenshot(path=str(artifacts / "dark-job-same-lines.png"))
 
         page.wait_for_selector(f'{lp.row("decades")}[data-state="Succeeded"]')
         page.screenshot(path=str(artifacts / "dark-sidebar.png"))

@@ -235,3 +235,26 @@ export function moveStep(steps: readonly number[], current: number | null, key: 
   }
   return steps[Math.min(last, Math.max(0, to[key]))];
 }
+
+/**
+ * Series that trace exactly the line of an earlier one (DDP's ranks share the
+ * all-reduced loss, so they often do): replica → the first replica with that line, and
+ * its place among the copies (1, 2, …). Drawn on top of each other they would hide all
+ * but the last, so the chart draws each copy dashed at its own phase and the legend
+ * says whose line it repeats.
+ */
+export function repeatedLines(series: readonly ISeries[]): Map<string, { of: string; copy: number }> {
+  const seen = new Map<string, { first: string; copies: number }>();
+  const out = new Map<string, { of: string; copy: number }>();
+  for (const s of series) {
+    const key = JSON.stringify(s.segments);
+    const earlier = seen.get(key);
+    if (earlier) {
+      earlier.copies += 1;
+      out.set(s.replica, { of: earlier.first, copy: earlier.copies });
+    } else if (s.segments.some(g => g.length)) {
+      seen.set(key, { first: s.replica, copies: 0 });
+    }
+  }
+  return out;
+}
