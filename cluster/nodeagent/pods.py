@@ -21,13 +21,12 @@ from . import crilog, envs, image, volumes
 from .backoff import Backoff
 from .envs import ConfigError
 from .sandbox import Sandbox
+from .statuses import now, pod_phase, terminated, waiting
+
+__all__ = ["PIDDIR", "PodRunner", "StartFailed", "now", "pod_phase"]
 
 # where each container's process group is recorded while it runs (set by __main__)
 PIDDIR: Path | None = None
-
-
-def now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 class StartFailed(Exception):
@@ -63,6 +62,10 @@ class PodRunner:
         )
 
     # -- the kubelet's file layout: <logdir>/<ns>_<pod>_<uid>/<container>/<restart>.log
+    def _workdir(self, container: str) -> Path:
+        (d := self.log_path(container, 0).parent / "workdir").mkdir(parents=True, exist_ok=True)
+        return d
+
     def log_path(self, container: str, restart: int) -> Path:
         m = self.pod["metadata"]
         return (
@@ -113,7 +116,8 @@ class PodRunner:
         refused = image.start_error(c.get("image") or "", argv)
         if refused:
             raise StartFailed(refused)
-        cwd = c.get("workingDir") or None
+        # no workingDir (the stand-in has no image WORKDIR): the pod's own, not the agent's
+        cwd = c.get("workingDir") or str(self._workdir(c["name"]))
         if self.sandbox is None:
             base = {
                 "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -362,39 +366,3 @@ class PodRunner:
         if self.sandbox is None or self.prepared:
             status["podIP"], status["podIPs"] = self.pod_ip, [{"ip": self.pod_ip}]
         self.report(status)
-
-
-def terminated(
-    code: int, reason: str, started: str, cid: str, message: str | None = None
-) -> dict[str, Any]:
-    term = {"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now()}
-    return {**term, "containerID": cid, **({"message": message} if message else {})}
-
-
-def waiting(name: str, reason: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "image": "",
-        "imageID": "",
-        "ready": False,
-        "restartCount": 0,
-        "started": False,
-        "state": {"waiting": {"reason": reason}},
-    }
-
-
-def pod_phase(policy: str, mains: list[dict[str, Any]], init_failed: bool) -> str:
-    """The pod phase from its containers' states, as the kubelet computes it."""
-    if init_failed:
-        return "Failed"
-    states = [s["state"] for s in mains]
-    if any("running" in s for s in states):
-        return "Running"
-    if states and all("terminated" in s for s in states):
-        codes = [s["terminated"]["exitCode"] for s in states]
-        if policy == "Never" or (policy == "OnFailure" and all(c == 0 for c in codes)):
-            return "Succeeded" if all(c == 0 for c in codes) else "Failed"
-        return "Running"
-    if any(s.get("waiting", {}).get("reason") == "CrashLoopBackOff" for s in states):
-        return "Running"
-    return "Pending"

@@ -85,6 +85,18 @@ def test_a_pod_runs_init_then_main_and_succeeds(tmp_path):
     assert text == b"hello ok\n"
 
 
+def test_a_container_without_working_dir_runs_in_a_directory_of_its_pod(tmp_path, monkeypatch):
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    monkeypatch.chdir(agent)
+    script = "import os; open('left.txt', 'w').close(); print(os.getcwd())"
+    r, seen = run_pod(tmp_path, pod("cwd", script))
+    assert seen[-1]["phase"] == "Succeeded"
+    where = crilog.render(crilog.read_all(r.log_path("main", 0)), False).decode().strip()
+    assert where != str(agent) and not (agent / "left.txt").exists()
+    assert (Path(where) / "left.txt").exists() and Path(where).is_relative_to(tmp_path)
+
+
 def test_a_failing_pod_under_never_fails_with_its_exit_code(tmp_path):
     _, seen = run_pod(
         tmp_path, pod("bad", "import sys; print('boom', file=sys.stderr); sys.exit(3)")
