@@ -14,10 +14,11 @@ def resource_problems(spec: JobSpec, strategy: Strategy) -> list[str]:
     roles = set(strategy.role_names) | ({"Node", "Launcher"} if is_trainjob(spec) else set())
     for role in spec.resources:
         if role not in roles:
-            out.append(
-                f"resources.{role}: {strategy.name} has no {role} role; "
-                f"give resources for {', '.join(sorted(roles))} only"
-            )
+            said = tr(
+                "{strategy} has no {role} role; give resources for {roles} only",
+                strategy=strategy.name, role=role, roles=", ".join(sorted(roles)),
+            )  # fmt: skip
+            out.append(f"resources.{role}: {said}")
     entries = [("default_resources", spec.default_resources, None)] + [
         (f"resources.{r}", res, strategy.rule(r)) for r, res in spec.resources.items()
     ]
@@ -35,15 +36,19 @@ def resource_problems(spec: JobSpec, strategy: Strategy) -> list[str]:
                 out.append(f"{field}.{what}: {said}")
         for what, rname in (("gpu_resource", res.gpu_resource), ("tpu_resource", res.tpu_resource)):
             if not names.is_resource_name(rname):
-                out.append(
-                    f"{field}.{what}: {rname!r} is not an extended resource name; "
-                    "use a vendor-qualified name such as nvidia.com/gpu"
+                said = tr(
+                    "{name!r} is not an extended resource name; use a vendor-qualified name "
+                    "such as nvidia.com/gpu",
+                    name=rname,
                 )
+                out.append(f"{field}.{what}: {said}")
         if rule is not None and not rule.gpu and (res.gpu > 0 or res.tpu > 0):
-            out.append(
-                f"{field}.gpu: the {rule.role} role of {strategy.name} cannot use accelerators; "
-                f"set its gpu/tpu to 0 (give them to the Worker role)"
-            )
+            said = tr(
+                "the {role} role of {strategy} cannot use accelerators; set its gpu/tpu to 0 "
+                "(give them to the Worker role)",
+                role=rule.role, strategy=strategy.name,
+            )  # fmt: skip
+            out.append(f"{field}.gpu: {said}")
     out += _accelerators(spec, strategy)
     return out
 
@@ -52,12 +57,17 @@ def _accelerators(spec: JobSpec, strategy: Strategy) -> list[str]:
     roles = [r.role for r in strategy.roles]
     tpus = sum(spec.resources_for(r).tpu for r in roles)
     if strategy.needs_tpu and tpus <= 0:
-        return [
-            f"resources.tpu: {strategy.name} needs a TPU; set resources tpu (e.g. 8) and "
-            "tpu_resource (default google.com/tpu) on the Worker"
-        ]
+        said = tr(
+            "{strategy} needs a TPU; set resources tpu (e.g. 8) and tpu_resource (default "
+            "google.com/tpu) on the Worker",
+            strategy=strategy.name,
+        )
+        return [f"resources.tpu: {said}"]
     if not strategy.needs_tpu and tpus > 0:
-        return [f"resources.tpu: {strategy.name} does not use TPUs; choose tf-tpu or set tpu to 0"]
+        said = tr(
+            "{strategy} does not use TPUs; choose tf-tpu or set tpu to 0", strategy=strategy.name
+        )
+        return [f"resources.tpu: {said}"]
     return []
 
 
@@ -67,35 +77,44 @@ def torch_option_problems(spec: JobSpec, strategy: Strategy) -> list[str]:
     torch = strategy.framework == "pytorch"
     if spec.nproc_per_node is not None:
         if not torch:
-            out.append(
-                f"nproc_per_node: only PyTorch strategies use it, not {strategy.name}; drop it"
+            said = tr(
+                "only PyTorch strategies use it, not {strategy}; drop it", strategy=strategy.name
             )
+            out.append(f"nproc_per_node: {said}")
         elif strategy.one_process:
-            out.append(
-                f"nproc_per_node: {strategy.name} drives every GPU from one process; drop "
-                "nproc_per_node or choose torch-ddp for one process per GPU"
+            said = tr(
+                "{strategy} drives every GPU from one process; drop nproc_per_node or choose "
+                "torch-ddp for one process per GPU",
+                strategy=strategy.name,
             )
+            out.append(f"nproc_per_node: {said}")
         elif spec.nproc_per_node < 1:
-            out.append(f"nproc_per_node: {spec.nproc_per_node} is below 1; give 1 or more")
+            said = tr("{n} is below 1; give 1 or more", n=spec.nproc_per_node)
+            out.append(f"nproc_per_node: {said}")
     if spec.dist_backend is not None:
         if not strategy.dist_backends:
-            out.append(
-                f"dist_backend: {strategy.name} has no distributed backend choice; drop dist_backend"
+            said = tr(
+                "{strategy} has no distributed backend choice; drop dist_backend",
+                strategy=strategy.name,
             )
+            out.append(f"dist_backend: {said}")
         elif spec.dist_backend not in strategy.dist_backends:
-            out.append(
-                f"dist_backend: unknown backend {spec.dist_backend!r}; choose one of: "
-                + ", ".join(strategy.dist_backends)
-            )
+            said = tr(
+                "unknown backend {backend!r}; choose one of: {choices}",
+                backend=spec.dist_backend, choices=", ".join(strategy.dist_backends),
+            )  # fmt: skip
+            out.append(f"dist_backend: {said}")
         elif spec.dist_backend == "nccl" and not _all_roles_have_gpus(spec, strategy):
             said = tr("nccl needs a GPU on every replica; add gpu resources or use gloo")
             out.append(f"dist_backend: {said}")
     if spec.slots_per_worker != 1 and strategy.framework != "mpi" and strategy.name != "deepspeed":
-        out.append(
-            f"slots_per_worker: only MPI strategies use it, not {strategy.name}; leave it at 1"
+        said = tr(
+            "only MPI strategies use it, not {strategy}; leave it at 1", strategy=strategy.name
         )
+        out.append(f"slots_per_worker: {said}")
     elif spec.slots_per_worker < 1:
-        out.append(f"slots_per_worker: {spec.slots_per_worker} is below 1; give 1 or more")
+        said = tr("{n} is below 1; give 1 or more", n=spec.slots_per_worker)
+        out.append(f"slots_per_worker: {said}")
     shape = try_resolve(spec)
     if shape is not None:
         out += _processes_fit_gpus(spec, shape)
@@ -130,10 +149,10 @@ def _elastic(spec: JobSpec, bounds: tuple[int, int]) -> list[str]:
     for key in ("elastic_min_replicas", "elastic_max_replicas"):
         v = opts.get(key)
         if v is not None and (not isinstance(v, int) or v < 1):
-            return [f"backend_options.{key}: {v!r} must be a whole number ≥ 1; fix or drop it"]
+            said = tr("{value!r} must be a whole number ≥ 1; fix or drop it", value=v)
+            return [f"backend_options.{key}: {said}"]
     lo, hi = bounds
     if lo > hi:
-        return [
-            f"backend_options.elastic_min_replicas: {lo} exceeds elastic_max_replicas {hi}; lower it"
-        ]
+        said = tr("{low} exceeds elastic_max_replicas {high}; lower it", low=lo, high=hi)
+        return [f"backend_options.elastic_min_replicas: {said}"]
     return []
