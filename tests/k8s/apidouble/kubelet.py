@@ -210,10 +210,12 @@ class Kubelet(Scheduling):
                 # the latest container, the one that just exited): an operator's
                 # backoffLimit of 1 is reached only once the container ran again
                 self._set_status(
-                    ns, name, P.pod("Running", [P.crashloop(main["name"], restarts, term), *side])
+                    ns,
+                    name,
+                    P.pod("Running", [self._exited(main["name"], restarts, term, last), *side]),
                 )
                 restarts, last = restarts + 1, term
-                time.sleep(self.scenario.restart_backoff)
+                time.sleep(self._backoff(restarts))
                 continue
             if sidecars:  # Istio's classic sidecar never exits: the pod runs on, unfinished
                 self._set_status(
@@ -268,14 +270,33 @@ class Kubelet(Scheduling):
         (CrashLoopBackOff), the pod Failed under Never. (restarts, last, try again)."""
         if policy in ("Always", "OnFailure"):
             self._set_status(
-                ns, name, P.pod("Running", [P.crashloop(main["name"], restarts, term), *side])
+                ns,
+                name,
+                P.pod("Running", [self._exited(main["name"], restarts, term, last), *side]),
             )
-            time.sleep(self.scenario.restart_backoff)
+            time.sleep(self._backoff(restarts + 1))
             return restarts + 1, term, True
         self._set_status(
             ns, name, P.pod("Failed", [P.terminated(main["name"], restarts, term, last), *side])
         )
         return restarts, last, False
+
+    @staticmethod
+    def _exited(
+        name: str, restarts: int, term: dict[str, Any], last: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """A container that exited and will run again: the kubelet restarts it at once
+        after its first exit (no back-off is kept for it yet: kuberuntime_manager.go
+        doBackOff), so only from the second on does it wait in CrashLoopBackOff."""
+        return (
+            P.terminated(name, restarts, term, last)
+            if restarts == 0
+            else P.crashloop(name, restarts, term)
+        )
+
+    def _backoff(self, restarts: int) -> float:
+        """Seconds before restart number ``restarts``: none before the first."""
+        return 0.05 if restarts <= 1 else self.scenario.restart_backoff
 
     def _pump(self, proc: subprocess.Popen[bytes], cid: str) -> None:
         assert proc.stdout is not None
