@@ -14,7 +14,6 @@ from jupyter_ddl.i18n import unmarked
 NOT_YET = {
     "backends/kubernetes/api_errors.py": 19,
     "backends/kubernetes/backend.py": 2,
-    "backends/kubernetes/connection.py": 8,
     "backends/kubernetes/notebook.py": 1,
     "backends/kubernetes/preflight.py": 5,
     "backends/kubernetes/runtimes.py": 2,

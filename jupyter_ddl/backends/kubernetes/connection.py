@@ -27,6 +27,7 @@ from urllib.parse import parse_qs, urlsplit
 from jupyter_ddl.backends.kubernetes.api_errors import transport_reason, unreachable
 from jupyter_ddl.config import Config
 from jupyter_ddl.errors import BackendNotConfigured, BackendUnavailable, ClusterUnauthorized
+from jupyter_ddl.i18n import tr
 
 SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
@@ -157,8 +158,8 @@ def require_client() -> None:
         import kubernetes.config  # noqa: F401
     except ImportError as e:
         raise BackendUnavailable(
-            f"kubernetes: the Python client cannot be imported ({e})",
-            hint="pip install 'kubernetes>=36' in the kernel's environment",
+            "kubernetes: " + tr("the Python client cannot be imported ({error})", error=e),
+            hint=tr("pip install 'kubernetes>=36' in the kernel's environment"),
         ) from None
 
 
@@ -174,8 +175,9 @@ def _guard_refresh(conf: Any) -> None:
             hook(c)
         except Exception as e:  # noqa: BLE001 - any plugin failure means "log in again"
             raise ClusterUnauthorized(
-                f"kubernetes: refreshing the credentials failed ({_first_line(e)})",
-                hint="log in to the cluster again",
+                "kubernetes: "
+                + tr("refreshing the credentials failed ({error})", error=_first_line(e)),
+                hint=tr("log in to the cluster again"),
             ) from None
 
     conf.refresh_api_key_hook = refresh
@@ -249,8 +251,10 @@ def connect(cfg: Config, *, kubeconfig: str | None = None, sa_dir: Path = SA_DIR
                 if not any(c["name"] == cfg.kube_context for c in contexts):
                     names = ", ".join(c["name"] for c in contexts)
                     raise BackendUnavailable(
-                        f"kube context {cfg.kube_context!r} is not in the kubeconfig",
-                        hint=f"choose one of: {names} (`%ddl config kube_context=NAME`)",
+                        tr("kube context {name!r} is not in the kubeconfig", name=cfg.kube_context),
+                        hint=tr(
+                            "choose one of: {names} (`%ddl config kube_context=NAME`)", names=names
+                        ),
                     )
                 loader.set_active_context(cfg.kube_context)
             chosen = loader.current_context or {}
@@ -258,8 +262,8 @@ def connect(cfg: Config, *, kubeconfig: str | None = None, sa_dir: Path = SA_DIR
             loader.load_and_set(conf)
     except (ConfigException, OSError, TypeError, KeyError) as e:
         raise BackendUnavailable(
-            f"kubernetes: no cluster configured ({_first_line(e)})",
-            hint="run inside a cluster pod, set KUBECONFIG, or use the local backend",
+            "kubernetes: " + tr("no cluster configured ({error})", error=_first_line(e)),
+            hint=tr("run inside a cluster pod, set KUBECONFIG, or use the local backend"),
         ) from None
     # Fail fast: no retry of a refused, timed-out or TLS-failed connection (the manager
     # skips an unreachable cluster for a while instead); urllib3 still replaces a pooled
