@@ -15,7 +15,6 @@ NOT_YET = {
     "backends/kubernetes/api_errors.py": 19,
     "backends/kubernetes/backend.py": 2,
     "backends/kubernetes/notebook.py": 1,
-    "backends/kubernetes/preflight.py": 5,
     "backends/kubernetes/runtimes.py": 2,
     "backends/kubernetes/shipping.py": 3,
     "backends/kubernetes/submit.py": 4,

@@ -18,6 +18,7 @@ from jupyter_ddl.backends.kubernetes.connection import Connection
 from jupyter_ddl.config import Config
 from jupyter_ddl.core.kinds import Kind
 from jupyter_ddl.errors import BackendUnavailable, PermissionDenied, RegistryError
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.image.credentials import CredentialStore
 from jupyter_ddl.image.reference import parse_reference
 from jupyter_ddl.image.registry import RegistryClient
@@ -69,8 +70,14 @@ def check_crd(conn: Connection, kind: Kind, cache: CheckCache | None = None) -> 
     err = crd_missing(kind)
     if served:  # same CRD name, another operator's version (operator-contract.md §10.1)
         raise BackendUnavailable(
-            f"the cluster serves {kind} {kind.group}/{', '.join(served)}, not {kind.api_version}: "
-            "another operator's version of the CRD is installed",
+            tr(
+                "the cluster serves {kind} {group}/{served}, not {wanted}: another operator's "
+                "version of the CRD is installed",
+                kind=kind,
+                group=kind.group,
+                served=", ".join(served),
+                wanted=kind.api_version,
+            ),
             hint=err.hint,
         )
     raise err
@@ -112,8 +119,15 @@ def check_access(
         cache.allow(conn.namespace, [c for c, ok in zip(checks, answers, strict=True) if ok])
     if missing:
         raise PermissionDenied(
-            f"the service account may not {', '.join(missing)} in namespace {conn.namespace}",
-            hint="ask an admin for a Role granting these verbs (Kubeflow: the profile's default-editor role)",
+            tr(
+                "the service account may not {verbs} in namespace {namespace}",
+                verbs=", ".join(missing),
+                namespace=conn.namespace,
+            ),
+            hint=tr(
+                "ask an admin for a Role granting these verbs (Kubeflow: the profile's "
+                "default-editor role)"
+            ),
         )
 
 
@@ -162,8 +176,10 @@ def check_image(cfg: Config, image: str) -> None:
     try:
         if reg.head_manifest(ref.repository, ref.reference) is None:
             raise RegistryError(
-                f"image {image} does not exist in {ref.api_host}",
-                hint="push it first or fix the image name; pods would wait in ImagePullBackOff",
+                tr(
+                    "image {image} does not exist in {registry}", image=image, registry=ref.api_host
+                ),
+                hint=tr("push it first or fix the image name; pods would wait in ImagePullBackOff"),
             )
     finally:
         reg.close()
