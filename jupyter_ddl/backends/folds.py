@@ -37,12 +37,14 @@ def replica_events(
     seen: dict[str, Hashable],
     key: ReplicaKey,
     before: Callable[[ReplicaStatus], None] | None = None,
+    ready: Callable[[ReplicaStatus], bool] | None = None,
 ) -> Iterator[JobEvent]:
     """A REPLICA event for each replica whose ``key`` differs from the one in ``seen``
-    (updated); ``before`` completes a replica's status before its event goes out."""
+    (updated); ``before`` completes a replica's status before its event goes out, and
+    a replica that is not ``ready`` yet waits for a later call."""
     for r in replicas:
         k = key(r)
-        if seen.get(r.id) != k:
+        if seen.get(r.id) != k and (ready is None or ready(r)):
             seen[r.id] = k
             if before is not None:
                 before(r)

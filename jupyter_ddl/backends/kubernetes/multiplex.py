@@ -11,8 +11,9 @@ Blocking calls (opening a stream, reading a previous container's log) go to a sm
 fixed pool of ``OPENERS`` threads. So a watcher runs 1 + ``OPENERS`` threads for its
 logs whatever the number of pods. Whether a container still runs when its stream ends
 is asked of the caller (the watcher answers from its pod watch): at a job's end every
-stream ends at once, and a request each would hold the end up. Only a stream about to
-be reopened is checked with the API too, since the log API cannot name a container ID.
+stream ends at once, and a request each would hold the end up. Since the log API cannot
+name a container ID, a stream about to be reopened is checked with the API, and so is a
+first open of a pod that can restart (its container may have been replaced meanwhile).
 
 Per container the behaviour is that of a plain follower: lines in order, with their
 timestamps; a stream that ends while the container still runs is reopened (with
@@ -69,6 +70,7 @@ class LogMultiplexer:
         emit: Callable[[str, Batch], bool],
         *,
         still_running: Callable[[str, str | None], bool],
+        may_restart: Callable[[str], bool] = lambda pod: True,
         on_done: Callable[[str | None], object] = lambda cid: None,
         on_error: Callable[[str, DDLError], object] = lambda rid, err: None,
         on_lost: Callable[[str], object] = lambda cause: None,
@@ -77,6 +79,7 @@ class LogMultiplexer:
         self.conn = conn
         self.emit, self.on_done, self.on_error, self.on_lost = emit, on_done, on_error, on_lost
         self.still_running = still_running
+        self.may_restart = may_restart
         self._closed = threading.Event()
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=openers, thread_name_prefix="ddl-k8s-logs")
@@ -201,6 +204,15 @@ class LogMultiplexer:
                 s.broken = True
                 return self._ended(s)
             raise
+        if s.opens == 1 and self.may_restart(s.pod):
+            # The first open is checked once its headers are in (the container was
+            # chosen by then): a container restarted at once (the kubelet's first
+            # restart has no back-off) may have been replaced between the pod watch
+            # naming it and the open, and the stream would be the next container's.
+            which = self._which_log(s)
+            if which != "current":
+                resp.close()
+                return self._finish(s) if which is None else self._rest_of_previous(s)
         taken = take_over(resp)
         if taken is None:  # a client whose internals we do not know: a thread of its own
             threading.Thread(target=self._pump_blocking, args=(s, resp), daemon=True).start()

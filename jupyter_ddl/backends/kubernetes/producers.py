@@ -54,6 +54,7 @@ def start(w: JobWatcher) -> None:
         lambda rid, batch: w._put(I.Lines(rid, batch)),
         on_done=lambda cid: w._put(I.FollowerDone(cid)),
         still_running=w._container_running,
+        may_restart=w._may_restart,
         on_error=lambda rid, err: w._put(I.LogFailed(rid, err)),
         on_lost=lambda cause: w._put(I.LostContact(cause)),
     )

@@ -59,6 +59,8 @@ FINISH_GRACE = 10.0
 #: come on two watches, and a pod's last change (a restart counted, then the pod deleted
 #: by the job's end) may arrive just after the job's
 FINISH_SETTLE = 0.5
+#: seconds a restarted or ended replica's event waits for its ended container's lines
+LINES_WAIT = 3.0
 #: seconds without a status and without a pod after which the operator is suspected
 NO_STATUS_AFTER = 5.0
 
@@ -99,6 +101,7 @@ class JobWatcher:
         self._last_state: JobState | None = None
         self._seen_replicas: dict[str, Hashable] = {}
         self._waiting: dict[str, str | None] = {}
+        self._held: dict[str, float] = {}  # replica -> since when its event waits for lines
         self._synced: set[type[I.Changed]] = set()
         self._gone = False
 
@@ -115,6 +118,12 @@ class JobWatcher:
         current one and runs. A stale answer costs one extra stream open at most."""
         cs = S.container_status(self.kind, self.pods.get(pod) or {}) or {}
         return cs.get("containerID") == cid and "running" in (cs.get("state") or {})
+
+    def _may_restart(self, pod: str) -> bool:
+        """From the pod watch: whether the pod's container can run again (a stream
+        opened by container name may then be a later container's)."""
+        spec = (self.pods.get(pod) or {}).get("spec") or {}
+        return spec.get("restartPolicy", "Always") != "Never"
 
     def _ensure_followers(self, pod: dict[str, Any]) -> None:
         pname = pod["metadata"]["name"]
@@ -246,7 +255,7 @@ class JobWatcher:
         """REPLICA events for changed replicas, WAITING for new reasons, STATUS for a
         new state (the final one goes out after the logs)."""
         yield from replica_events(self.name, st.replicas, self._seen_replicas, _changed,
-                                  before=self._with_last_lines)  # fmt: skip
+                                  before=self._with_last_lines, ready=self._lines_in)  # fmt: skip
         for r in st.replicas:
             if r.message != self._waiting.get(r.id):
                 self._waiting[r.id] = r.message
@@ -268,6 +277,23 @@ class JobWatcher:
             and self._last_state in (JobState.RUNNING, JobState.RESTARTING)
             and state in (JobState.PENDING, JobState.CREATED)
         )
+
+    def _lines_in(self, r: ReplicaStatus) -> bool:
+        """Whether a restarted or finished replica's ended containers have had their
+        lines read, so its event carries the lines that say why (a container restarted
+        at once is seen restarted before its log is read). Waits LINES_WAIT at most."""
+        if not (r.state.finished or r.restarts) or r.pod is None:
+            return True
+        cs = S.container_status(self.kind, self.pods.get(r.pod) or {}) or {}
+        running = cs.get("containerID") if "running" in (cs.get("state") or {}) else None
+        pending = any(
+            f.rid == r.id and cid != running and f.is_alive() for cid, f in self.followers.items()
+        )
+        if not pending:
+            self._held.pop(r.id, None)
+            return True
+        held = self._held.setdefault(r.id, time.monotonic())
+        return time.monotonic() - held > LINES_WAIT
 
     def _with_last_lines(self, r: ReplicaStatus) -> None:
         if r.state.finished or r.restarts:
