@@ -8,6 +8,7 @@ log file, which it rotates, so counting lines would skip the wrong ones.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -130,3 +131,29 @@ def rotation_gap(
         f"{timestamps.format_micro(first)} may be lost: its log was rotated while the follow "
         "was cut, and the kubelet serves only the current file"
     )
+
+
+def which_log(
+    conn: Connection, pod: str, container: str | None, cid: str | None, timeout: Any = None
+) -> str | None:
+    """Asked of the API (the log API names no container ID): is container ``cid`` the
+    pod's "current" one, its "previous" one (it restarted), or neither (None: gone)?
+    Unanswerable (unreachable, refused) counts as "current": the stream backs off."""
+    from kubernetes.client import ApiException
+
+    try:
+        resp = conn.client("CoreV1Api").read_namespaced_pod(
+            pod, conn.namespace, _preload_content=False, _request_timeout=timeout
+        )
+        obj = json.loads(resp.data)
+    except ApiException as e:
+        return None if e.status == 404 else "current"
+    except Exception:  # noqa: BLE001 - unreachable: try the stream, it backs off
+        return "current"
+    for cs in (obj.get("status") or {}).get("containerStatuses") or []:
+        if container in (None, cs.get("name")):
+            if cs.get("containerID") == cid:
+                return "current"
+            last = (cs.get("lastState") or {}).get("terminated") or {}
+            return "previous" if last.get("containerID") == cid else None
+    return None

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import json
 import logging
 import queue
 import selectors
@@ -170,7 +169,7 @@ class LogMultiplexer:
         if s.opens:
             # The log API names no container ID: reopened after a restart the pod
             # watch has not shown yet, the stream would be the next container's.
-            which = self._which_log(s)
+            which = logs.which_log(self.conn, s.pod, s.container, s.cid, OPEN_TIMEOUT)
             if which is None:
                 return self._finish(s)
             if which == "previous":  # it restarted: the rest is in the previous log
@@ -209,7 +208,7 @@ class LogMultiplexer:
             # chosen by then): a container restarted at once (the kubelet's first
             # restart has no back-off) may have been replaced between the pod watch
             # naming it and the open, and the stream would be the next container's.
-            which = self._which_log(s)
+            which = logs.which_log(self.conn, s.pod, s.container, s.cid, OPEN_TIMEOUT)
             if which != "current":
                 resp.close()
                 return self._finish(s) if which is None else self._rest_of_previous(s)
@@ -235,28 +234,6 @@ class LogMultiplexer:
             return self._finish(s)
         heapq.heappush(self._timers, (time.monotonic() + s.delay, next(self._order), s))
         s.delay = min(s.delay * 2, MAX_DELAY)
-
-    def _which_log(self, s: Stream) -> str | None:
-        """Asked of the API (a reopen only): is ``s``'s container the pod's "current"
-        one, its "previous" one (it restarted), or neither (None: gone)?"""
-        from kubernetes.client import ApiException
-
-        try:
-            resp = self.conn.client("CoreV1Api").read_namespaced_pod(
-                s.pod, self.conn.namespace, _preload_content=False, _request_timeout=OPEN_TIMEOUT
-            )
-            pod = json.loads(resp.data)
-        except ApiException as e:
-            return None if e.status == 404 else "current"
-        except Exception:  # noqa: BLE001 - unreachable: try the stream, it backs off
-            return "current"
-        for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-            if s.container in (None, cs.get("name")):
-                if cs.get("containerID") == s.cid:
-                    return "current"
-                last = (cs.get("lastState") or {}).get("terminated") or {}
-                return "previous" if last.get("containerID") == s.cid else None
-        return None
 
     def _rest_of_previous(self, s: Stream) -> None:
         lines = [x for x in logs.read_container(self.conn, s.pod, s.container, previous=True,

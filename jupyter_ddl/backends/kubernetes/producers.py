@@ -33,6 +33,8 @@ class JobWatcher(Protocol):
 
     def _container_running(self, pod: str, cid: str | None) -> bool: ...
 
+    def _may_restart(self, pod: str) -> bool: ...
+
 
 def _spawn(
     w: JobWatcher, target: Callable[..., None], *args: Any, **kwargs: Any

@@ -319,3 +319,32 @@ def container_ids(kind: Kind, pod: dict[str, Any]) -> list[tuple[str, str, bool]
     if cs.get("containerID") and ("running" in state or "terminated" in state):
         out.append((cs["containerID"], cs["name"], True))
     return out
+
+
+def running_id(kind: Kind, pod: dict[str, Any]) -> str | None:
+    """The ID of the replica's container if it runs now, else None."""
+    cs = container_status(kind, pod) or {}
+    return cs.get("containerID") if "running" in (cs.get("state") or {}) else None
+
+
+def runs(kind: Kind, pod: dict[str, Any], cid: str | None) -> bool:
+    """Whether container ``cid`` is the pod's current one and runs."""
+    return cid is not None and running_id(kind, pod) == cid
+
+
+def may_restart(pod: dict[str, Any]) -> bool:
+    """Whether the pod's containers can run again (a log stream opened by container
+    name may then be a later container's)."""
+    return ((pod.get("spec") or {}).get("restartPolicy") or "Always") != "Never"
+
+
+def back_to_pending(kind: Kind, last: JobState | None, now: JobState) -> bool:
+    """A TrainJob is Running only by its pods (it has no Running condition, §4.4): a
+    pod between two starts, or deleted as its Job fails just before the TrainJob says
+    so, would flip it back to Pending. Once running it stays running until it ends (a
+    suspended TrainJob is reported cancelled, not pending)."""
+    return (
+        kind.name == "TrainJob"
+        and last in (JobState.RUNNING, JobState.RESTARTING)
+        and now in (JobState.PENDING, JobState.CREATED)
+    )

@@ -114,16 +114,11 @@ class JobWatcher:
 
     # -- log followers --------------------------------------------------------------------
     def _container_running(self, pod: str, cid: str | None) -> bool:
-        """From the pod watch (no request): whether container ``cid`` is the pod's
-        current one and runs. A stale answer costs one extra stream open at most."""
-        cs = S.container_status(self.kind, self.pods.get(pod) or {}) or {}
-        return cs.get("containerID") == cid and "running" in (cs.get("state") or {})
+        """From the pod watch (no request): a stale answer costs one stream open at most."""
+        return S.runs(self.kind, self.pods.get(pod) or {}, cid)
 
     def _may_restart(self, pod: str) -> bool:
-        """From the pod watch: whether the pod's container can run again (a stream
-        opened by container name may then be a later container's)."""
-        spec = (self.pods.get(pod) or {}).get("spec") or {}
-        return spec.get("restartPolicy", "Always") != "Never"
+        return S.may_restart(self.pods.get(pod) or {})
 
     def _ensure_followers(self, pod: dict[str, Any]) -> None:
         pname = pod["metadata"]["name"]
@@ -261,39 +256,25 @@ class JobWatcher:
                 self._waiting[r.id] = r.message
                 if r.message and (not r.state.finished or r.message.startswith("OOMKilled")):
                     yield JobEvent(EventKind.WAITING, self.name, replica=r.id, message=r.message)
-        if self._back_to_pending(st.state):
+        if S.back_to_pending(self.kind, self._last_state, st.state):
             return
         if st.state != self._last_state and not st.state.finished:
             self._last_state = st.state
             yield JobEvent(EventKind.STATUS, self.name, status=st)
 
-    def _back_to_pending(self, state: JobState) -> bool:
-        """A TrainJob is Running only by its pods (it has no Running condition, §4.4):
-        a pod between two starts, or deleted as its Job fails just before the TrainJob
-        says so, would flip it back to Pending. Once running it stays running until
-        it ends (a suspended TrainJob is reported cancelled, not pending)."""
-        return (
-            self.kind.name == "TrainJob"
-            and self._last_state in (JobState.RUNNING, JobState.RESTARTING)
-            and state in (JobState.PENDING, JobState.CREATED)
-        )
-
     def _lines_in(self, r: ReplicaStatus) -> bool:
-        """Whether a restarted or finished replica's ended containers have had their
-        lines read, so its event carries the lines that say why (a container restarted
-        at once is seen restarted before its log is read). Waits LINES_WAIT at most."""
+        """Whether a restarted or ended replica's ended containers have had their lines
+        read, so its event carries the lines that say why (a container restarted at
+        once is seen restarted before its log is read). Waits LINES_WAIT at most."""
         if not (r.state.finished or r.restarts) or r.pod is None:
             return True
-        cs = S.container_status(self.kind, self.pods.get(r.pod) or {}) or {}
-        running = cs.get("containerID") if "running" in (cs.get("state") or {}) else None
-        pending = any(
-            f.rid == r.id and cid != running and f.is_alive() for cid, f in self.followers.items()
-        )
-        if not pending:
+        running = S.running_id(self.kind, self.pods.get(r.pod) or {})
+        if not any(
+            f.rid == r.id and c != running and f.is_alive() for c, f in self.followers.items()
+        ):
             self._held.pop(r.id, None)
             return True
-        held = self._held.setdefault(r.id, time.monotonic())
-        return time.monotonic() - held > LINES_WAIT
+        return time.monotonic() - self._held.setdefault(r.id, time.monotonic()) > LINES_WAIT
 
     def _with_last_lines(self, r: ReplicaStatus) -> None:
         if r.state.finished or r.restarts:
