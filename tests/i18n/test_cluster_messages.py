@@ -30,6 +30,8 @@ def _api_errors():
     """One error of each path of ``map_api_error`` and ``unreachable``, as (text, hint)."""
     forbidden = 'User "u" cannot list resource "pods" in API group ""'
     strict = 'strict decoding error: unknown field "spec.x"'
+    refused = ConnectionRefusedError(111, "Connection refused")
+    causes = [{"field": "spec.x", "message": "Invalid value"}]
     made = [
         E.map_api_error(401, "", action="listing"),
         E.map_api_error(403, _status(403, forbidden), action="listing", namespace="team-a"),
@@ -49,6 +51,17 @@ def _api_errors():
         R.http_failure("r.example", 502, "pushing x:1", logged_in=True),
         R.token_failure("r.example", 401, logged_in=False),
         R.tls_failure("r.example", OSError("CERTIFICATE_VERIFY_FAILED")),
+        E.unreachable(
+            "https://10.0.0.1:6443", E.transport_reason(refused, connect_s=3, read_s=None)
+        ),
+        E.map_api_error(
+            422,
+            json.dumps({"details": {"causes": causes}}),
+            action="submitting",
+            kind=TFJOB,
+            name="j",
+        ),  # fmt: skip
+        E.map_api_error(422, "", action="submitting"),
     ]
     return [(e.message, e.hint) for e in made]
 
@@ -80,6 +93,9 @@ def test_the_english_texts_are_the_ones_shown_before_they_were_marked():
         "not found on registry r.example (404, MANIFEST_UNKNOWN) while reading x:1"
     )
     assert said[15][0] == "TLS to registry r.example failed (certificate not trusted)"
+    assert said[16][0] == "kubernetes: not reachable at https://10.0.0.1:6443: connection refused"
+    assert said[17][0] == "submitting: the cluster refused TFJob j: spec.x: Invalid value"
+    assert said[18][0] == "submitting: the cluster refused the object: "
 
 
 @pytest.mark.parametrize("code", LANGUAGES)
@@ -98,3 +114,5 @@ def test_every_path_reads_in_the_language_with_its_fields_kept(code):
     assert "too old resource version" in said[7][0]
     assert "418" in said[10][0] and "a teapot" in said[10][0]
     assert "MANIFEST_UNKNOWN" in said[12][0] and "reading x:1" in said[12][0]
+    assert "connection refused" not in said[16][0]  # the transport's reason is translated too
+    assert "TFJob j" in said[17][0] and "spec.x: Invalid value" in said[17][0]

@@ -132,9 +132,12 @@ def map_api_error(
         fields = [f"{c.get('field', '?')}: {c.get('message', '')}" for c in causes] or [message]
         return ValidationError(
             [
-                f"{action}: the cluster refused {kind or 'the object'} {name or ''}".rstrip()
-                + ": "
-                + "; ".join(fields)
+                tr(
+                    "{action}: the cluster refused {what}: {causes}",
+                    action=action,
+                    what=f"{kind or tr('the object')} {name or ''}".rstrip(),
+                    causes="; ".join(fields),
+                )
             ]
         )
     if code == 400 and unknown_fields(message):
@@ -244,25 +247,26 @@ def transport_reason(exc: BaseException, *, connect_s: float, read_s: float | No
     names = [type(e).__name__ for e in _reason_chain(exc)]
     texts = " | ".join(str(e) for e in _reason_chain(exc))
     if "ConnectTimeoutError" in names or "ConnectTimeout" in names:
-        return f"no connection within {connect_s:g} s"
+        return tr("no connection within {seconds} s", seconds=f"{connect_s:g}")
     if "ReadTimeoutError" in names or "TimeoutError" in names or "timeout" in names:
-        after = f"{read_s:g} s" if read_s else "the read timeout"
-        return f"no answer within {after}"
+        if read_s:
+            return tr("no answer within {seconds} s", seconds=f"{read_s:g}")
+        return tr("no answer within the read timeout")
     if "ProxyError" in names:
-        return f"the proxy failed ({_first_line(str(_reason_chain(exc)[-1]))})"
+        return tr("the proxy failed ({why})", why=_first_line(str(_reason_chain(exc)[-1])))
     if "SSLError" in names or "SSLCertVerificationError" in names:
         chain = _reason_chain(exc)
         verify = next((e for e in chain if type(e).__name__ == "SSLCertVerificationError"), None)
         why = getattr(verify, "verify_message", None)
         if why:
-            return f"TLS failed (certificate verify failed: {why})"
-        return f"TLS failed ({_first_line(str(chain[-1]))})"
+            return tr("TLS failed (certificate verify failed: {why})", why=why)
+        return tr("TLS failed ({why})", why=_first_line(str(chain[-1])))
     if "ConnectionRefusedError" in names or "Connection refused" in texts:
-        return "connection refused"
+        return tr("connection refused")
     if "NameResolutionError" in names or "gaierror" in names or "Name or service" in texts:
-        return "unknown host name"
+        return tr("unknown host name")
     if "ConnectionResetError" in names or "RemoteDisconnected" in names:
-        return "the connection was closed by the other side"
+        return tr("the connection was closed by the other side")
     return _first_line(f"{type(_reason_chain(exc)[-1]).__name__}: {_reason_chain(exc)[-1]}")
 
 
