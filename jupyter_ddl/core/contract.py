@@ -21,6 +21,7 @@ from jupyter_ddl.core.shape import JobShape
 from jupyter_ddl.core.shape import rid as rid  # callers read contract.rid
 from jupyter_ddl.core.spec import JobSpec
 from jupyter_ddl.errors import ValidationError
+from jupyter_ddl.i18n import tr
 
 MPI_HOSTFILE_PATH = "/etc/mpi/hostfile"  # §3.3 (mpi-operator) and §4.3 (Trainer v2 MPI)
 MPI_RSH_ARGS = "-o ConnectionAttempts=10"
@@ -55,8 +56,11 @@ class Endpoints:
             return self.addresses[rid]
         except KeyError:
             raise ValidationError(
-                f"endpoints: no address for replica {rid!r}; build endpoints with "
-                "cluster_endpoints() or local_endpoints() for this spec"
+                tr(
+                    "endpoints: no address for replica {rid!r}; build endpoints with "
+                    "cluster_endpoints() or local_endpoints() for this spec",
+                    rid=rid,
+                )
             ) from None
 
 
@@ -79,8 +83,11 @@ def local_endpoints(spec: JobSpec, ports: Sequence[int]) -> Endpoints:
     ids = replica_ids(spec)
     if len(ports) < len(ids):
         raise ValidationError(
-            f"ports: {len(ids)} replicas need {len(ids)} ports, got {len(ports)}; "
-            "reserve one free port per replica"
+            tr(
+                "ports: {n} replicas need {n} ports, got {got}; reserve one free port per replica",
+                n=len(ids),
+                got=len(ports),
+            )
         )
     return Endpoints({rid(r, i): ("127.0.0.1", p) for (r, i), p in zip(ids, ports, strict=False)})
 
@@ -93,8 +100,13 @@ def replica_env(spec: JobSpec, role: str, index: int, endpoints: Endpoints) -> d
     shape = spec.shape
     if (role, index) not in shape.replica_ids:
         raise ValidationError(
-            f"replica: {spec.name} has no {role} {index}; replicas: "
-            + ", ".join(r.rid for r in shape.replicas)
+            tr(
+                "replica: {name} has no {role} {index}; replicas: {replicas}",
+                name=spec.name,
+                role=role,
+                index=index,
+                replicas=", ".join(r.rid for r in shape.replicas),
+            )
         )
     kind = shape.job_kind
     if isinstance(kind, TFJobKind):
@@ -105,7 +117,7 @@ def replica_env(spec: JobSpec, role: str, index: int, endpoints: Endpoints) -> d
         return mpi_env(shape, role)
     if isinstance(kind, TrainJobKind):
         return trainjob_env(shape, role, index, endpoints)
-    raise ValidationError(f"kind: {kind.name} has no operator contract here")
+    raise ValidationError(tr("kind: {kind} has no operator contract here", kind=kind.name))
 
 
 # -- §2.1 TFJob ------------------------------------------------------------------

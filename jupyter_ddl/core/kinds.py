@@ -19,6 +19,7 @@ from typing import Any
 
 from jupyter_ddl.core.trainer import NEWEST, RELEASES, Release, release_named
 from jupyter_ddl.errors import ValidationError
+from jupyter_ddl.i18n import tr
 
 TK = "training.kubeflow.org/"  # training-operator and mpi-operator pod labels (§1.4, §3.4)
 JS = "jobset.sigs.k8s.io/"  # JobSet pod labels under a TrainJob (§4.2)
@@ -301,4 +302,6 @@ def by_name(name: str) -> Kind:
         if k.name == name:
             return k
     known = ", ".join(k.name for k in KINDS)
-    raise ValidationError(f"kind: unknown job kind {name!r}; jupyter-ddl submits {known}")
+    raise ValidationError(
+        tr("kind: unknown job kind {name!r}; jupyter-ddl submits {known}", name=name, known=known)
+    )

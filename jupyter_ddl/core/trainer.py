@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jupyter_ddl.errors import ValidationError
+from jupyter_ddl.i18n import tr
 
 RELEASES = ("v2.0.0", "v2.1.0", "v2.2.0", "v2.3.0")
 NEWEST = RELEASES[-1]
@@ -61,8 +62,12 @@ def release_named(name: str) -> Release:
     found = _RELEASES.get(name if name.startswith("v") else f"v{name}")
     if found is None:
         raise ValidationError(
-            f"trainer_release: {name!r} is not a Trainer release jupyter-ddl knows; "
-            f"use one of {', '.join(RELEASES)}"
+            tr(
+                "trainer_release: {name!r} is not a Trainer release jupyter-ddl knows; "
+                "use one of {known}",
+                name=name,
+                known=", ".join(RELEASES),
+            )
         )
     return found
 

@@ -28,6 +28,7 @@ from jupyter_ddl.backends.local import LocalBackend
 from jupyter_ddl.backends.local.gpus import detect_gpus
 from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.errors import DDLError, GpuCheckFailed, ResourceError
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.notebook.args import parse_line, spec_from_args
 from jupyter_ddl.present.state import format_resources
 from jupyter_ddl.validation import validate
@@ -213,8 +214,8 @@ def table(rows: list[Row]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="gpu-check", description=__doc__.split("\n\n")[0])
-    p.add_argument("--timeout", type=float, default=300, help="seconds per job (300)")
-    p.add_argument("--keep", action="store_true", help="keep the job directories")
+    p.add_argument("--timeout", type=float, default=300, help=tr("seconds per job (300)"))
+    p.add_argument("--keep", action="store_true", help=tr("keep the job directories"))
     args = p.parse_args(argv)
     data = Path(tempfile.mkdtemp(prefix="ddl-gpucheck-"))
     os.environ["JUPYTER_DDL_DATA_DIR"] = str(data)

@@ -134,9 +134,10 @@ def translations(code: str) -> Catalog:
     return load(code.replace("-", "_")) if code != "en" else Catalog([])
 
 
-def tr(message: str, **fields: Any) -> str:
+def tr(message: str, /, **fields: Any) -> str:
     """``message`` in the current language, its ``{fields}`` filled in; the English
-    when the catalog has no translation."""
+    when the catalog has no translation. ``message`` is positional only, so that a
+    field may be called ``message`` too."""
     text = translations(language()).gettext(message)
     return text.format(**fields) if fields else text
 

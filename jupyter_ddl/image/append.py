@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jupyter_ddl.errors import RegistryError
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.image.layer import CODE_DIR, Layer, entry_command
 from jupyter_ddl.image.manifest import FLAVOURS, canonical_json, flavour, sha256_digest
 from jupyter_ddl.models import CodeBundle
@@ -109,8 +110,12 @@ def append(
     base_layers = tuple(base_manifest.get("layers") or [])
     if len(diff_ids) != len(base_layers):
         raise RegistryError(
-            f"the base image is inconsistent ({len(base_layers)} layers, {len(diff_ids)} diff_ids)",
-            hint="choose another base image",
+            tr(
+                "the base image is inconsistent ({layers} layers, {diff_ids} diff_ids)",
+                layers=len(base_layers),
+                diff_ids=len(diff_ids),
+            ),
+            hint=tr("choose another base image"),
         )
     _, _, layer_type = FLAVOURS[flavour(base_media_type)]
     config = canonical_json(append_config(base_config, layer, changes))

@@ -20,6 +20,7 @@ from typing import Any
 from jupyter_ddl._util.atomic import write_atomic
 from jupyter_ddl.config import Config, load_config
 from jupyter_ddl.errors import RegistryError
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.image.append import AppendedImage, append, code_changes
 from jupyter_ddl.image.auth import repo_scope
 from jupyter_ddl.image.credentials import CredentialStore
@@ -69,7 +70,8 @@ def _ca_bundle(ca: str | None) -> str | None:
         system = Path(certifi.where()).read_bytes()
     except OSError as e:
         raise RegistryError(
-            f"cannot read registry_ca {ca} ({e.strerror})", hint="fix the path in the config"
+            tr("cannot read registry_ca {path} ({why})", path=ca, why=e.strerror),
+            hint=tr("fix the path in the config"),
         ) from None
     digest = hashlib.sha256(system + extra).hexdigest()[:16]
     path = os.path.join(tempfile.gettempdir(), f"jupyter-ddl-ca-{digest}.pem")
@@ -110,7 +112,9 @@ def _resolve_base(
         body, mt, _ = src.get_manifest(base.repository, desc["digest"])
         doc, mt = parse_manifest(body, mt, what)
         if mt in INDEX_TYPES:
-            raise RegistryError(f"{what} nests indexes; choose a single-platform image")
+            raise RegistryError(
+                tr("{what} nests indexes; choose a single-platform image", what=what)
+            )
     return digest, doc, mt
 
 
@@ -149,13 +153,13 @@ def build_and_push(
         what = f"base image {base_ref}"
         cfg_desc = manifest.get("config") or {}
         if "digest" not in cfg_desc:
-            raise RegistryError(f"{what} has a manifest without a config")
+            raise RegistryError(tr("{what} has a manifest without a config", what=what))
         try:
             base_config = json.loads(src.get_blob(base_ref.repository, cfg_desc["digest"]))
         except ValueError:
             base_config = None
         if not isinstance(base_config, dict):
-            raise RegistryError(f"{what} has a config that is not a JSON object")
+            raise RegistryError(tr("{what} has a config that is not a JSON object", what=what))
         image: AppendedImage = append(
             manifest, media_type, base_config, layer, code_changes(bundle, str(pinned))
         )
@@ -171,7 +175,12 @@ def build_and_push(
         )
         if digest != image.manifest_digest:
             raise RegistryError(
-                f"registry {target.registry} stored the manifest as {digest}, not {image.manifest_digest}"
+                tr(
+                    "registry {registry} stored the manifest as {digest}, not {expected}",
+                    registry=target.registry,
+                    digest=digest,
+                    expected=image.manifest_digest,
+                )
             )
         return _result(target, tag, digest, pinned, bundle, True, src, dst)
     finally:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_ddl.errors import RegistryError
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.image.reference import DOCKER_HUB, DOCKER_HUB_API, DOCKER_HUB_AUTH_KEY
 
 
@@ -63,8 +64,8 @@ class CredentialStore:
             doc = json.loads(p.read_text())
         except (OSError, ValueError) as e:
             raise RegistryError(
-                f"cannot read the Docker config {p} ({type(e).__name__})",
-                hint="fix the JSON or move the file away",
+                tr("cannot read the Docker config {path} ({why})", path=p, why=type(e).__name__),
+                hint=tr("fix the JSON or move the file away"),
             ) from None
         return cls(doc, source=str(p))
 
@@ -74,15 +75,15 @@ class CredentialStore:
         raw = data.get(".dockerconfigjson") or data.get(".dockercfg")
         if raw is None:
             raise RegistryError(
-                "the secret has no .dockerconfigjson key",
-                hint="use a secret of type kubernetes.io/dockerconfigjson",
+                tr("the secret has no .dockerconfigjson key"),
+                hint=tr("use a secret of type kubernetes.io/dockerconfigjson"),
             )
         try:
             doc = json.loads(base64.b64decode(raw))
         except ValueError:
             raise RegistryError(
-                "the secret's .dockerconfigjson is not base64-encoded JSON",
-                hint="recreate it with `kubectl create secret docker-registry`",
+                tr("the secret's .dockerconfigjson is not base64-encoded JSON"),
+                hint=tr("recreate it with `kubectl create secret docker-registry`"),
             ) from None
         if ".dockerconfigjson" not in data:  # legacy .dockercfg: the auths map itself
             doc = {"auths": doc}
@@ -131,8 +132,8 @@ def _from_auth_entry(entry: dict[str, Any], host: str) -> Credential | None:
             user, _, pw = base64.b64decode(entry["auth"]).decode().partition(":")
         except ValueError:
             raise RegistryError(
-                f"the stored credential for {host} is not valid base64",
-                hint=f"run `docker login {host}` again",
+                tr("the stored credential for {host} is not valid base64", host=host),
+                hint=tr("run `docker login {host}` again", host=host),
             ) from None
         return Credential(user, pw, entry.get("identitytoken"))
     if entry.get("username"):
@@ -153,28 +154,31 @@ def _from_helper(name: str, server: str, *, missing_ok: bool = False) -> Credent
         if missing_ok:
             return None
         raise RegistryError(
-            f"credential helper {prog} is not installed",
-            hint="install it or remove it from ~/.docker/config.json",
+            tr("credential helper {prog} is not installed", prog=prog),
+            hint=tr("install it or remove it from ~/.docker/config.json"),
         ) from None
     except subprocess.TimeoutExpired:
         raise RegistryError(
-            f"credential helper {prog} did not answer in 30 s", hint="check the helper"
+            tr("credential helper {prog} did not answer in 30 s", prog=prog),
+            hint=tr("check the helper"),
         ) from None
     if out.returncode != 0:
         if missing_ok:
             return None  # helpers answer non-zero for "no credential for this server"
         # the helper's message may echo the server but never a secret; keep one line
         raise RegistryError(
-            f"credential helper {prog} has no credential for {server}",
-            hint=f"run `docker login {_normalize(server)}`",
+            tr("credential helper {prog} has no credential for {server}", prog=prog, server=server),
+            hint=tr("run `docker login {host}`", host=_normalize(server)),
         )
     try:
         doc = json.loads(out.stdout)
         user, secret = doc["Username"], doc["Secret"]
     except (ValueError, KeyError, TypeError):
         raise RegistryError(
-            f"credential helper {prog} answered something that is not its JSON format",
-            hint="check the helper",
+            tr(
+                "credential helper {prog} answered something that is not its JSON format", prog=prog
+            ),
+            hint=tr("check the helper"),
         ) from None
     if user == "<token>":
         return Credential(user, "", secret)

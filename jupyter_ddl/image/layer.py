@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from jupyter_ddl.errors import ValidationError
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.models import CodeBundle
 
 #: where the bundle lands inside the image; a replica runs ``python CODE_DIR/<entrypoint>``
@@ -50,7 +51,10 @@ def _check_path(path: str) -> PurePosixPath:
         or any(part in ("", ".", "..") for part in path.split("/"))
     ):
         raise ValidationError(
-            f"code bundle path {path!r} is not a plain relative path; use names like 'pkg/mod.py'"
+            tr(
+                "code bundle path {path!r} is not a plain relative path; use names like 'pkg/mod.py'",
+                path=path,
+            )
         )
     return p
 
@@ -68,7 +72,10 @@ def _tar_entries(bundle: CodeBundle) -> list[tuple[str, bytes | None, int]]:
     clash = dirs & set(files)
     if clash:
         raise ValidationError(
-            f"code bundle path {sorted(clash)[0]!r} is both a file and a directory; rename one"
+            tr(
+                "code bundle path {path!r} is both a file and a directory; rename one",
+                path=sorted(clash)[0],
+            )
         )
     entries: list[tuple[str, bytes | None, int]] = [(d, None, DIR_MODE) for d in dirs]
     entries += [(p, c, m) for p, (c, m) in files.items()]
@@ -101,7 +108,10 @@ def build_layer(bundle: CodeBundle) -> Layer:
     """The bundle as a layer under ``CODE_DIR``; raises ValidationError for bad paths."""
     if bundle.entrypoint not in bundle.files:
         raise ValidationError(
-            f"code bundle has no entry point file {bundle.entrypoint!r}; add it to the bundle"
+            tr(
+                "code bundle has no entry point file {path!r}; add it to the bundle",
+                path=bundle.entrypoint,
+            )
         )
     raw = _tar_bytes(_tar_entries(bundle))
     out = io.BytesIO()

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from jupyter_ddl.errors import RegistryError
+from jupyter_ddl.i18n import tr
 
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
 DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
@@ -47,20 +48,30 @@ def parse_manifest(body: bytes, media_type: str, what: str) -> tuple[dict[str, A
     try:
         doc = json.loads(body)
     except ValueError:
-        raise RegistryError(f"{what}: the registry sent a manifest that is not JSON") from None
+        raise RegistryError(
+            tr("{what}: the registry sent a manifest that is not JSON", what=what)
+        ) from None
     if not isinstance(doc, dict):
-        raise RegistryError(f"{what}: the registry sent a manifest that is not a JSON object")
+        raise RegistryError(
+            tr("{what}: the registry sent a manifest that is not a JSON object", what=what)
+        )
     mt = doc.get("mediaType") or media_type
     if doc.get("schemaVersion") == 1 or "signed" in mt:
         raise RegistryError(
-            f"{what} uses the retired Docker schema 1 format",
-            hint="re-push the base image with a current client (skopeo copy --format v2s2)",
+            tr("{what} uses the retired Docker schema 1 format", what=what),
+            hint=tr("re-push the base image with a current client (skopeo copy --format v2s2)"),
         )
     if mt not in INDEX_TYPES + IMAGE_TYPES:
         # OCI allows mediaType to be absent: guess from the shape
         mt = OCI_INDEX if "manifests" in doc else OCI_MANIFEST if "layers" in doc else mt
     if mt not in INDEX_TYPES + IMAGE_TYPES:
-        raise RegistryError(f"{what} is not an image (media type {mt or 'unknown'})")
+        raise RegistryError(
+            tr(
+                "{what} is not an image (media type {media_type})",
+                what=what,
+                media_type=mt or "unknown",
+            )
+        )
     return doc, mt
 
 
@@ -68,7 +79,10 @@ def parse_platform(text: str) -> tuple[str, str, str | None]:
     """``linux/arm64/v8`` → ("linux", "arm64", "v8")."""
     parts = text.split("/")
     if len(parts) not in (2, 3) or not all(parts):
-        raise RegistryError(f"platform {text!r} is not os/arch[/variant]", hint="e.g. linux/amd64")
+        raise RegistryError(
+            tr("platform {text!r} is not os/arch[/variant]", text=text),
+            hint=tr("e.g. {example}", example="linux/amd64"),
+        )
     return parts[0], parts[1], parts[2] if len(parts) == 3 else None
 
 
@@ -85,8 +99,13 @@ def select_platform(index: dict[str, Any], platform: str, what: str) -> dict[str
         if same and (variant is None or p.get("variant") in (None, variant)):
             return dict(desc)
     raise RegistryError(
-        f"{what} has no image for {platform} (it has: {', '.join(seen) or 'none'})",
-        hint="choose another base image or set the platform",
+        tr(
+            "{what} has no image for {platform} (it has: {seen})",
+            what=what,
+            platform=platform,
+            seen=", ".join(seen) or "none",
+        ),
+        hint=tr("choose another base image or set the platform"),
     )
 
 

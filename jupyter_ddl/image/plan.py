@@ -22,6 +22,7 @@ from typing import Any
 
 from jupyter_ddl.config import Config
 from jupyter_ddl.errors import RegistryError
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.models import CodeBundle, JobSpec
 
 #: bump when the layer or config layout changes, so old tags are not reused
@@ -98,7 +99,10 @@ def _configured_base(spec: JobSpec, config: Config) -> str:
     base = config.base_images.get(framework)
     if not base:
         raise RegistryError(
-            f"no base image for {framework} jobs",
-            hint=f"set --image, or `%ddl config base_images={framework}=<image>`",
+            tr("no base image for {framework} jobs", framework=framework),
+            hint=tr(
+                "set --image, or `%ddl config base_images={framework}=<image>`",
+                framework=framework,
+            ),
         )
     return base

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from jupyter_ddl.errors import ValidationError
+from jupyter_ddl.i18n import tr
 
 DOCKER_HUB = "docker.io"
 #: where Docker Hub's registry API actually lives
@@ -68,14 +69,20 @@ def parse_reference(text: str, *, default_tag: str | None = "latest") -> Referen
     s = text.strip()
     if not s or "://" in s or " " in s:
         raise ValidationError(
-            f"image reference {text!r} is not valid; write it as registry/repository:tag"
+            tr(
+                "image reference {text!r} is not valid; write it as registry/repository:tag",
+                text=text,
+            )
         )
     digest = None
     if "@" in s:
         s, digest = s.split("@", 1)
         if not _DIGEST.match(digest):
             raise ValidationError(
-                f"image reference {text!r} has a malformed digest; use @sha256:<64 hex>"
+                tr(
+                    "image reference {text!r} has a malformed digest; use @sha256:<64 hex>",
+                    text=text,
+                )
             )
     tag = None
     last = s.rsplit("/", 1)[-1]
@@ -83,8 +90,12 @@ def parse_reference(text: str, *, default_tag: str | None = "latest") -> Referen
         s, tag = s.rsplit(":", 1)
         if not _TAG.match(tag):
             raise ValidationError(
-                f"image reference {text!r} has an invalid tag {tag!r}; "
-                "tags use letters, digits, '_', '.', '-' (at most 128)"
+                tr(
+                    "image reference {text!r} has an invalid tag {tag!r}; "
+                    "tags use letters, digits, '_', '.', '-' (at most 128)",
+                    text=text,
+                    tag=tag,
+                )
             )
     parts = s.split("/")
     if len(parts) > 1 and _looks_like_host(parts[0]):
@@ -98,8 +109,12 @@ def parse_reference(text: str, *, default_tag: str | None = "latest") -> Referen
     for comp in path:
         if not _COMPONENT.match(comp):
             raise ValidationError(
-                f"image reference {text!r}: repository part {comp!r} is not valid; "
-                "use lowercase letters, digits and . _ - separators"
+                tr(
+                    "image reference {text!r}: repository part {part!r} is not valid; "
+                    "use lowercase letters, digits and . _ - separators",
+                    text=text,
+                    part=comp,
+                )
             )
     if tag is None and digest is None:
         tag = default_tag
@@ -111,7 +126,10 @@ def parse_repository(text: str) -> Reference:
     ref = parse_reference(text, default_tag=None)
     if ref.tag or ref.digest:
         raise ValidationError(
-            f"target repository {text!r} must not carry a tag or digest; the tag comes from the code"
+            tr(
+                "target repository {text!r} must not carry a tag or digest; the tag comes from the code",
+                text=text,
+            )
         )
     return ref
 

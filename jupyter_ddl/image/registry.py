@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 
 from jupyter_ddl.errors import RegistryError
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.image.manifest import MANIFEST_ACCEPT, sha256_digest
 from jupyter_ddl.image.registry_session import RegistrySession
 
@@ -32,7 +33,13 @@ class RegistryClient(RegistrySession):
         )
         body, digest = resp.content, sha256_digest(resp.content)
         if ref.startswith("sha256:") and ref != digest:
-            raise RegistryError(f"registry {self.host} sent a manifest that does not match {ref}")
+            raise RegistryError(
+                tr(
+                    "registry {host} sent a manifest that does not match {ref}",
+                    host=self.host,
+                    ref=ref,
+                )
+            )
         return body, resp.headers.get("Content-Type", "").split(";")[0], digest
 
     def head_manifest(self, repo: str, ref: str) -> str | None:
@@ -72,7 +79,13 @@ class RegistryClient(RegistrySession):
             ok=(200,),
         )
         if sha256_digest(resp.content) != digest:
-            raise RegistryError(f"registry {self.host} sent a blob not matching {digest}")
+            raise RegistryError(
+                tr(
+                    "registry {host} sent a blob not matching {digest}",
+                    host=self.host,
+                    digest=digest,
+                )
+            )
         return resp.content
 
     def stream_blob(self, repo: str, digest: str, chunk: int) -> Iterator[bytes]:

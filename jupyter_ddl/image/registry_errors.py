@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 from jupyter_ddl.errors import RegistryError, TransientRegistryError
+from jupyter_ddl.i18n import tr
 
 
 def http_failure(
@@ -17,64 +18,91 @@ def http_failure(
     extra = f", {detail}" if detail else ""
     if status == 401 and not logged_in:
         return RegistryError(
-            f"registry {host} needs a login (401) for {what}",
-            hint=f"run `docker login {host}` or configure a registry secret",
+            tr("registry {host} needs a login (401) for {what}", host=host, what=what),
+            hint=tr("run `docker login {host}` or configure a registry secret", host=host),
         )
     if status == 401:
         return RegistryError(
-            f"registry {host} refused the credentials (401) while {what}",
-            hint=f"check the user and password (`docker login {host}`)",
+            tr("registry {host} refused the credentials (401) while {what}", host=host, what=what),
+            hint=tr("check the user and password (`docker login {host}`)", host=host),
         )
     if status == 403:
         return RegistryError(
-            f"registry {host} denied access (403) while {what}",
-            hint="the account lacks pull/push permission on that repository",
+            tr("registry {host} denied access (403) while {what}", host=host, what=what),
+            hint=tr("the account lacks pull/push permission on that repository"),
         )
     if status == 404:
         return RegistryError(
-            f"not found on registry {host} (404{extra}) while {what}",
-            hint="check the image name and tag",
+            tr(
+                "not found on registry {host} (404{extra}) while {what}",
+                host=host,
+                extra=extra,
+                what=what,
+            ),
+            hint=tr("check the image name and tag"),
         )
     if status == 429:
         return RegistryError(
-            f"registry {host} is rate limiting (429) while {what}",
-            hint="wait a while or log in for a higher limit",
+            tr("registry {host} is rate limiting (429) while {what}", host=host, what=what),
+            hint=tr("wait a while or log in for a higher limit"),
         )
     cls = TransientRegistryError if status >= 500 else RegistryError
     return cls(
-        f"registry {host} answered HTTP {status}{extra} while {what}",
-        hint="try again later; if it persists check the registry logs",
+        tr(
+            "registry {host} answered HTTP {status}{extra} while {what}",
+            host=host,
+            status=status,
+            extra=extra,
+            what=what,
+        ),
+        hint=tr("try again later; if it persists check the registry logs"),
     )
 
 
 def tls_failure(host: str, error: Exception) -> RegistryError:
-    why = "certificate not trusted" if "VERIFY_FAILED" in str(error) else "TLS handshake failed"
+    if "VERIFY_FAILED" in str(error):
+        why = tr("certificate not trusted")
+    else:
+        why = tr("TLS handshake failed")
     return RegistryError(
-        f"TLS to registry {host} failed ({why})",
-        hint="set registry_ca to its CA file, or list it in insecure_registries",
+        tr("TLS to registry {host} failed ({why})", host=host, why=why),
+        hint=tr("set registry_ca to its CA file, or list it in insecure_registries"),
     )
 
 
 def unreachable(host: str, what: str = "connecting") -> RegistryError:
     return TransientRegistryError(
-        f"registry {host} is not reachable while {what} (connection failed)",
-        hint="check the address and that the registry runs",
+        tr(
+            "registry {host} is not reachable while {what} (connection failed)",
+            host=host,
+            what=what,
+        ),
+        hint=tr("check the address and that the registry runs"),
     )
 
 
 def token_failure(host: str, status: int, *, logged_in: bool) -> RegistryError:
     if status in (401, 403) and not logged_in:
         return RegistryError(
-            f"registry {host} needs a login ({status} from its token service)",
-            hint=f"run `docker login {host}` or configure a registry secret",
+            tr(
+                "registry {host} needs a login ({status} from its token service)",
+                host=host,
+                status=status,
+            ),
+            hint=tr("run `docker login {host}` or configure a registry secret", host=host),
         )
     if status in (401, 403):
         return RegistryError(
-            f"registry {host} refused the credentials ({status} from its token service)",
-            hint=f"check the user and password (`docker login {host}`)",
+            tr(
+                "registry {host} refused the credentials ({status} from its token service)",
+                host=host,
+                status=status,
+            ),
+            hint=tr("check the user and password (`docker login {host}`)", host=host),
         )
     return RegistryError(
-        f"the token service of registry {host} failed (HTTP {status})", hint="try again later"
+        tr("the token service of registry {host} failed (HTTP {status})", host=host, status=status),
+        hint=tr("try again later"),
     )
 
 

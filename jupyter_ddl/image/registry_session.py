@@ -20,6 +20,7 @@ from urllib.parse import urljoin, urlsplit
 import requests
 
 from jupyter_ddl.errors import RegistryError
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.image.auth import (
     Challenge,
     basic_header,
@@ -116,20 +117,31 @@ class RegistrySession:
             if ch.scheme == "basic":
                 if self._cred is None:
                     raise RegistryError(
-                        f"registry {self.host} needs a login (401)",
-                        hint=f"run `docker login {self.host}` or configure a registry secret",
+                        tr("registry {host} needs a login (401)", host=self.host),
+                        hint=tr(
+                            "run `docker login {host}` or configure a registry secret",
+                            host=self.host,
+                        ),
                     )
                 self._auth = basic_header(self._cred)
             elif ch.scheme == "bearer":
                 self._auth = "Bearer " + self._fetch_token(ch)
             else:
-                raise RegistryError(f"registry {self.host} uses unsupported auth {ch.scheme!r}")
+                raise RegistryError(
+                    tr(
+                        "registry {host} uses unsupported auth {scheme!r}",
+                        host=self.host,
+                        scheme=ch.scheme,
+                    )
+                )
         return self._auth
 
     def _fetch_token(self, ch: Challenge) -> str:
         realm = ch.realm
         if not realm:
-            raise RegistryError(f"registry {self.host} sent a bearer challenge without a realm")
+            raise RegistryError(
+                tr("registry {host} sent a bearer challenge without a realm", host=self.host)
+            )
         scopes = merge_scopes(
             self._scopes | ({ch.params["scope"]} if "scope" in ch.params else set())
         )
@@ -157,7 +169,7 @@ class RegistrySession:
             return str(body.get("token") or body["access_token"])
         except (ValueError, KeyError):
             raise RegistryError(
-                f"the token service of registry {self.host} sent no token"
+                tr("the token service of registry {host} sent no token", host=self.host)
             ) from None
 
     # -- the one request path -----------------------------------------------
@@ -256,7 +268,9 @@ class RegistrySession:
     def _location(self, resp: requests.Response) -> str:
         loc = resp.headers.get("Location")
         if not loc:
-            raise RegistryError(f"registry {self.host} opened an upload without a Location")
+            raise RegistryError(
+                tr("registry {host} opened an upload without a Location", host=self.host)
+            )
         assert self._base is not None
         return urljoin(self._base + "/", loc)
 

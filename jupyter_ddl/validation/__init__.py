@@ -106,21 +106,36 @@ def _target(spec: JobSpec, strategy: Strategy) -> list[str]:
     out = []
     if spec.target is not None and spec.target not in TARGETS:
         out.append(
-            f"target: unknown target {spec.target!r}; leave it empty (runs as {strategy.kind}) "
-            f"or set {kinds.TRAINJOB.name!r} for a Kubeflow Trainer v2 job"
+            tr(
+                "target: unknown target {target!r}; leave it empty (runs as {kind}) "
+                "or set {trainjob!r} for a Kubeflow Trainer v2 job",
+                target=spec.target,
+                kind=strategy.kind,
+                trainjob=kinds.TRAINJOB.name,
+            )
         )
     elif spec.target in TARGETS and strategy.trainjob_runtime is None:
         able = ", ".join(s.name for s in CATALOG.values() if s.trainjob_runtime)
         out.append(
-            f"target: {strategy.name} cannot run as a TrainJob (Trainer v2 has no runtime for it); "
-            f"leave target empty (it runs as {strategy.kind}) or use one of: {able}"
+            tr(
+                "target: {strategy} cannot run as a TrainJob (Trainer v2 has no runtime for it); "
+                "leave target empty (it runs as {kind}) or use one of: {able}",
+                strategy=strategy.name,
+                kind=strategy.kind,
+                able=able,
+            )
         )
     if spec.runtime_ref is not None and spec.target not in TARGETS:
         out.append(
-            "runtime_ref: only a TrainJob references a runtime; set target='TrainJob' or drop it"
+            tr(
+                "runtime_ref: only a TrainJob references a runtime; set target='TrainJob' or drop it"
+            )
         )
     elif spec.runtime_ref is not None and not names.is_dns1123_subdomain(spec.runtime_ref):
         out.append(
-            f"runtime_ref: {spec.runtime_ref!r} is not a valid runtime name; use a lowercase DNS name"
+            tr(
+                "runtime_ref: {name!r} is not a valid runtime name; use a lowercase DNS name",
+                name=spec.runtime_ref,
+            )
         )
     return out

@@ -19,6 +19,7 @@ only the user can say so: without ``--image`` the job is refused.
 from __future__ import annotations
 
 from jupyter_ddl.core.shape import try_resolve
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.models import JobSpec
 
 #: the image Trainer's deepspeed runtime runs (kubeflow/trainer cmd/runtimes/deepspeed)
@@ -33,20 +34,29 @@ def image_problems(spec: JobSpec, notebook_image: str | None, mpi_image: str | N
     if shape is None or spec.image:
         return []
     if shape.job_kind.name == "MPIJob" and notebook_image:
-        other = f" (e.g. --image {mpi_image})" if mpi_image else ""
+        other = tr(" (e.g. --image {image})", image=mpi_image) if mpi_image else ""
         return [
-            f"image: {spec.strategy} runs MPI over ssh, and the workers would run this "
-            f"notebook's image {notebook_image}, which has no sshd or mpirun (Kubeflow's "
-            f"notebook images ship neither); give --image with openssh-server and "
-            f"Open MPI{other}"
+            tr(
+                "image: {strategy} runs MPI over ssh, and the workers would run this "
+                "notebook's image {image}, which has no sshd or mpirun (Kubeflow's "
+                "notebook images ship neither); give --image with openssh-server and "
+                "Open MPI{other}",
+                strategy=spec.strategy,
+                image=notebook_image,
+                other=other,
+            )
         ]
     if shape.trainjob_mpi:
         runtime = shape.trainjob_runtime
         return [
-            f"image: the {runtime} runtime's launcher runs mpirun over ssh as uid 1000, set "
-            f"up by the runtime's own image, and a TrainJob puts our image on the launcher; "
-            f"give --image built FROM the runtime's image ({DEEPSPEED_RUNTIME_IMAGE} for "
-            f"deepspeed-distributed), "
-            f"or run {spec.strategy} without --target TrainJob"
+            tr(
+                "image: the {runtime} runtime's launcher runs mpirun over ssh as uid 1000, set "
+                "up by the runtime's own image, and a TrainJob puts our image on the launcher; "
+                "give --image built FROM the runtime's image ({image} for "
+                "deepspeed-distributed), or run {strategy} without --target TrainJob",
+                runtime=runtime,
+                image=DEEPSPEED_RUNTIME_IMAGE,
+                strategy=spec.strategy,
+            )
         ]
     return []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from jupyter_ddl.core import contract, names
 from jupyter_ddl.core.strategies import Strategy
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.models import JobSpec
 
 _RESERVED_PREFIXES = ("jupyter-ddl.io/", "training.kubeflow.org/", "trainer.kubeflow.org/")
@@ -17,19 +18,28 @@ def env_problems(spec: JobSpec, strategy: Strategy) -> list[str]:
         where = "secret_env" if key in spec.secret_env and key not in spec.env else "env"
         if not names.is_env_name(key):
             out.append(
-                f"{where}.{key}: {key!r} is not a valid variable name; use letters, digits, "
-                "'_', '-' or '.', not starting with a digit"
+                tr(
+                    "{where}.{key}: {key!r} is not a valid variable name; use letters, digits, "
+                    "'_', '-' or '.', not starting with a digit",
+                    where=where,
+                    key=key,
+                )
             )
     for key in set(spec.env) & set(spec.secret_env):
-        out.append(f"env.{key}: set both as a plain and a secret variable; keep only one")
+        out.append(
+            tr("env.{key}: set both as a plain and a secret variable; keep only one", key=key)
+        )
     if spec.image is not None and (not spec.image or any(ch.isspace() for ch in spec.image)):
         out.append(
-            f"image: {spec.image!r} is not an image reference; write e.g. "
-            "registry.example/team/train:1.0, or leave it unset for the framework's base image"
+            tr(
+                "image: {image!r} is not an image reference; write e.g. "
+                "registry.example/team/train:1.0, or leave it unset for the framework's base image",
+                image=spec.image,
+            )
         )
     if spec.command is not None and (not spec.command or not all(spec.command)):
         out.append(
-            "command: the command is empty; give a program and its arguments, or leave it unset"
+            tr("command: the command is empty; give a program and its arguments, or leave it unset")
         )
     return out
 
@@ -39,7 +49,7 @@ def operator_env_problems(spec: JobSpec) -> list[str]:
     if spec.shape.runtime is not None and not spec.shape.trainjob_mpi:
         reserved |= set(contract.TRAINJOB_RESERVED_ENV)
     return [
-        f"env.{key}: the operator sets {key} for this job and overrides yours; drop it"
+        tr("env.{key}: the operator sets {key} for this job and overrides yours; drop it", key=key)
         for key in list(spec.env) + list(spec.secret_env)
         if key in reserved
     ]
@@ -50,41 +60,81 @@ def placement_problems(spec: JobSpec, strategy: Strategy) -> list[str]:
     for i, t in enumerate(spec.tolerations):
         f = f"tolerations[{i}]"
         if t.operator not in TOLERATION_OPERATORS:
-            out.append(f"{f}.operator: unknown operator {t.operator!r}; use Equal or Exists")
+            out.append(
+                tr(
+                    "{field}.operator: unknown operator {operator!r}; use Equal or Exists",
+                    field=f,
+                    operator=t.operator,
+                )
+            )
         elif t.operator == "Exists" and t.value:
             out.append(
-                f"{f}.value: an Exists toleration takes no value; drop the value or use Equal"
+                tr(
+                    "{field}.value: an Exists toleration takes no value; "
+                    "drop the value or use Equal",
+                    field=f,
+                )
             )
         if t.effect is not None and t.effect not in TAINT_EFFECTS:
             out.append(
-                f"{f}.effect: unknown effect {t.effect!r}; choose one of: {', '.join(TAINT_EFFECTS)}"
+                tr(
+                    "{field}.effect: unknown effect {effect!r}; choose one of: {effects}",
+                    field=f,
+                    effect=t.effect,
+                    effects=", ".join(TAINT_EFFECTS),
+                )
             )
         if t.toleration_seconds is not None and t.effect != "NoExecute":
             out.append(
-                f"{f}.toleration_seconds: only a NoExecute toleration takes seconds; set effect NoExecute or drop it"
+                tr(
+                    "{field}.toleration_seconds: only a NoExecute toleration takes seconds; "
+                    "set effect NoExecute or drop it",
+                    field=f,
+                )
             )
         if t.key is None and t.operator != "Exists":
             out.append(
-                f"{f}.key: an empty key matches all taints only with operator Exists; give a key"
+                tr(
+                    "{field}.key: an empty key matches all taints only with operator Exists; "
+                    "give a key",
+                    field=f,
+                )
             )
     paths: set[str] = set()
     for i, v in enumerate(spec.volumes):
         f = f"volumes[{i}]"
         if not names.is_dns1123_subdomain(v.claim_name):
             out.append(
-                f"{f}.claim_name: {v.claim_name!r} is not a valid claim name; use the PVC's name"
+                tr(
+                    "{field}.claim_name: {claim!r} is not a valid claim name; use the PVC's name",
+                    field=f,
+                    claim=v.claim_name,
+                )
             )
         if v.name is not None and not names.is_dns1123_label(v.name):
             out.append(
-                f"{f}.name: {v.name!r} is not a DNS-1123 label; use lowercase letters, digits, '-'"
+                tr(
+                    "{field}.name: {name!r} is not a DNS-1123 label; "
+                    "use lowercase letters, digits, '-'",
+                    field=f,
+                    name=v.name,
+                )
             )
         if not v.mount_path.startswith("/"):
             out.append(
-                f"{f}.mount_path: {v.mount_path!r} is not absolute; give a path starting with '/'"
+                tr(
+                    "{field}.mount_path: {path!r} is not absolute; give a path starting with '/'",
+                    field=f,
+                    path=v.mount_path,
+                )
             )
         elif v.mount_path in paths:
             out.append(
-                f"{f}.mount_path: {v.mount_path} is mounted twice; give each volume its own path"
+                tr(
+                    "{field}.mount_path: {path} is mounted twice; give each volume its own path",
+                    field=f,
+                    path=v.mount_path,
+                )
             )
         paths.add(v.mount_path)
     return out
@@ -95,17 +145,29 @@ def metadata_problems(spec: JobSpec, strategy: Strategy) -> list[str]:
     for key in spec.annotations:
         if not names.is_label_key(key):
             out.append(
-                f"annotations.{key}: {key!r} is not a valid annotation key; use [prefix/]name"
+                tr(
+                    "annotations.{key}: {key!r} is not a valid annotation key; use [prefix/]name",
+                    key=key,
+                )
             )
     for field, keys in (("labels", spec.labels), ("annotations", spec.annotations)):
         for key in keys:
             if key.startswith(_RESERVED_PREFIXES):
                 out.append(
-                    f"{field}.{key}: the {key.split('/')[0]} prefix is reserved; use your own prefix"
+                    tr(
+                        "{field}.{key}: the {prefix} prefix is reserved; use your own prefix",
+                        field=field,
+                        key=key,
+                        prefix=key.split("/")[0],
+                    )
                 )
     if spec.namespace is not None and not names.is_dns1123_label(spec.namespace):
         out.append(
-            f"namespace: {spec.namespace!r} is not a DNS-1123 label; use lowercase letters, digits, '-'"
+            tr(
+                "namespace: {namespace!r} is not a DNS-1123 label; "
+                "use lowercase letters, digits, '-'",
+                namespace=spec.namespace,
+            )
         )
     return out
 
@@ -115,10 +177,21 @@ def _labels(field: str, labels: dict[str, str]) -> list[str]:
     for key, value in labels.items():
         if not names.is_label_key(key):
             out.append(
-                f"{field}.{key}: {key!r} is not a valid label key; use [prefix/]name, name ≤ 63 characters"
+                tr(
+                    "{field}.{key}: {key!r} is not a valid label key; "
+                    "use [prefix/]name, name ≤ 63 characters",
+                    field=field,
+                    key=key,
+                )
             )
         if not names.is_label_value(value):
             out.append(
-                f"{field}.{key}: value {value!r} is not a valid label value; ≤ 63 letters, digits, '-', '_', '.'"
+                tr(
+                    "{field}.{key}: value {value!r} is not a valid label value; "
+                    "≤ 63 letters, digits, '-', '_', '.'",
+                    field=field,
+                    key=key,
+                    value=value,
+                )
             )
     return out

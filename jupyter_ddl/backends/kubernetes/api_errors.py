@@ -30,6 +30,7 @@ from jupyter_ddl.errors import (
     ResourceError,
     ValidationError,
 )
+from jupyter_ddl.i18n import tr
 
 # an RBAC refusal, as the API server's authorizer words it
 _FORBIDDEN = re.compile(r'cannot (\w+) resource "([^"]+)"(?: subresource "([^"]+)")?')
@@ -50,8 +51,12 @@ def parse_body(body: Any) -> dict[str, Any]:
 
 def crd_missing(kind: Kind) -> BackendUnavailable:
     return BackendUnavailable(
-        f"the cluster does not serve {kind} ({kind.api_version}): its CRD is not installed",
-        hint=f"install {kind.operator}, or pick another strategy",
+        tr(
+            "the cluster does not serve {kind} ({api}): its CRD is not installed",
+            kind=kind,
+            api=kind.api_version,
+        ),
+        hint=tr("install {operator}, or pick another strategy", operator=kind.operator),
     )
 
 
@@ -95,8 +100,11 @@ def map_api_error(
     )
     if code == 401:
         return ClusterUnauthorized(
-            f"kubernetes: {action}: the cluster refused the credentials (401 Unauthorized)",
-            hint="the token may have expired: log in to the cluster again",
+            tr(
+                "kubernetes: {action}: the cluster refused the credentials (401 Unauthorized)",
+                action=action,
+            ),
+            hint=tr("the token may have expired: log in to the cluster again"),
         )
     if code == 403:
         return forbidden(status, message, action, verb, resource, namespace)
@@ -104,45 +112,72 @@ def map_api_error(
         if kind and (not status or status.get("reason") != "NotFound"):
             return crd_missing(kind)
         return JobNotFound(
-            f"{action}: {name or 'object'} not found", hint="`%ddl list` shows the jobs"
+            tr("{action}: {name} not found", action=action, name=name or "object"),
+            hint=tr("`%ddl list` shows the jobs"),
         )
     if code == 409:
         return JobConflict(
-            f"{action}: a job named {name!r} exists already" if name else f"{action}: {message}",
-            hint="choose another name, or `%ddl delete` the old job",
+            tr("{action}: a job named {name!r} exists already", action=action, name=name)
+            if name
+            else f"{action}: {message}",
+            hint=tr("choose another name, or `%ddl delete` the old job"),
         )
     if code == 410:
         return ClusterError(
-            f"{action}: the watch expired ({message})", hint="retry; the job is re-listed"
+            tr("{action}: the watch expired ({message})", action=action, message=message),
+            hint=tr("retry; the job is re-listed"),
         )
     if code == 422:
         causes = (status.get("details") or {}).get("causes") or []
         fields = [f"{c.get('field', '?')}: {c.get('message', '')}" for c in causes] or [message]
         return ValidationError(
             [
-                f"{action}: the cluster refused {kind or 'the object'} {name or ''}".rstrip()
-                + ": "
-                + "; ".join(fields)
+                tr(
+                    "{action}: the cluster refused {what}: {causes}",
+                    action=action,
+                    what=f"{kind or tr('the object')} {name or ''}".rstrip(),
+                    causes="; ".join(fields),
+                )
             ]
         )
     if code == 400 and unknown_fields(message):
         what = f"{kind} " if kind else ""
         unknown = ", ".join(unknown_fields(message))
         return ValidationError(
-            f"{action}: the cluster's {what}CRD has no field {unknown}"
-            + (f" (the object was written for {written_for})" if written_for else "")
+            tr(
+                "{action}: the cluster's {what}CRD has no field {unknown}",
+                action=action,
+                what=what,
+                unknown=unknown,
+            )
+            + (
+                tr(" (the object was written for {written_for})", written_for=written_for)
+                if written_for
+                else ""
+            )
             + (f"; {kind.mismatch_hint}" if kind else "")
         )
     if code == 400 and "exceeded quota" in message:
         return ResourceError(
-            f"{action}: {message}", hint="ask for fewer resources or a larger quota"
+            f"{action}: {message}", hint=tr("ask for fewer resources or a larger quota")
         )
     if code in (0, 500, 502, 503, 504):
         return BackendUnavailable(
-            f"{action}: the Kubernetes API is unavailable ({message or code})",
-            hint="check the cluster connection and retry",
+            tr(
+                "{action}: the Kubernetes API is unavailable ({why})",
+                action=action,
+                why=message or code,
+            ),
+            hint=tr("check the cluster connection and retry"),
         )
-    return ClusterError(f"{action}: the Kubernetes API answered {code}: {message}")
+    return ClusterError(
+        tr(
+            "{action}: the Kubernetes API answered {code}: {message}",
+            action=action,
+            code=code,
+            message=message,
+        )
+    )
 
 
 def forbidden(
@@ -160,18 +195,33 @@ def forbidden(
     if not rbac:
         if "exceeded quota" in message:
             return ResourceError(
-                f"{action}: {message}", hint="ask for fewer resources or a larger quota"
+                f"{action}: {message}", hint=tr("ask for fewer resources or a larger quota")
             )
         return PermissionDenied(
             f"{action}: {message}",
-            hint="the cluster's admission policy refused it: change the job as it asks, "
-            "or ask the cluster's admins about the policy",
+            hint=tr(
+                "the cluster's admission policy refused it: change the job as it asks, "
+                "or ask the cluster's admins about the policy"
+            ),
         )
     what = forbidden_message(status, verb, resource)
-    where = f" in namespace {namespace}" if namespace else ""
+    verb_shown, _, resource_shown = what.partition(" ")
+    if namespace:
+        said = tr(
+            "{action}: the service account may not {what} in namespace {namespace}",
+            action=action,
+            what=what,
+            namespace=namespace,
+        )
+    else:
+        said = tr("{action}: the service account may not {what}", action=action, what=what)
     return PermissionDenied(
-        f"{action}: the service account may not {what}{where}",
-        hint=f"ask an admin to grant '{what.split(' ')[0]}' on '{what.split(' ', 1)[-1]}' (a Role/RoleBinding)",
+        said,
+        hint=tr(
+            "ask an admin to grant '{verb}' on '{resource}' (a Role/RoleBinding)",
+            verb=verb_shown,
+            resource=resource_shown or verb_shown,
+        ),
     )
 
 
@@ -197,32 +247,33 @@ def transport_reason(exc: BaseException, *, connect_s: float, read_s: float | No
     names = [type(e).__name__ for e in _reason_chain(exc)]
     texts = " | ".join(str(e) for e in _reason_chain(exc))
     if "ConnectTimeoutError" in names or "ConnectTimeout" in names:
-        return f"no connection within {connect_s:g} s"
+        return tr("no connection within {seconds} s", seconds=f"{connect_s:g}")
     if "ReadTimeoutError" in names or "TimeoutError" in names or "timeout" in names:
-        after = f"{read_s:g} s" if read_s else "the read timeout"
-        return f"no answer within {after}"
+        if read_s:
+            return tr("no answer within {seconds} s", seconds=f"{read_s:g}")
+        return tr("no answer within the read timeout")
     if "ProxyError" in names:
-        return f"the proxy failed ({_first_line(str(_reason_chain(exc)[-1]))})"
+        return tr("the proxy failed ({why})", why=_first_line(str(_reason_chain(exc)[-1])))
     if "SSLError" in names or "SSLCertVerificationError" in names:
         chain = _reason_chain(exc)
         verify = next((e for e in chain if type(e).__name__ == "SSLCertVerificationError"), None)
         why = getattr(verify, "verify_message", None)
         if why:
-            return f"TLS failed (certificate verify failed: {why})"
-        return f"TLS failed ({_first_line(str(chain[-1]))})"
+            return tr("TLS failed (certificate verify failed: {why})", why=why)
+        return tr("TLS failed ({why})", why=_first_line(str(chain[-1])))
     if "ConnectionRefusedError" in names or "Connection refused" in texts:
-        return "connection refused"
+        return tr("connection refused")
     if "NameResolutionError" in names or "gaierror" in names or "Name or service" in texts:
-        return "unknown host name"
+        return tr("unknown host name")
     if "ConnectionResetError" in names or "RemoteDisconnected" in names:
-        return "the connection was closed by the other side"
+        return tr("the connection was closed by the other side")
     return _first_line(f"{type(_reason_chain(exc)[-1]).__name__}: {_reason_chain(exc)[-1]}")
 
 
 def unreachable(host: str, reason: str) -> ClusterUnreachable:
     return ClusterUnreachable(
-        f"kubernetes: not reachable at {host}: {reason}",
-        hint="check the cluster address, VPN or proxy",
+        tr("kubernetes: not reachable at {host}: {reason}", host=host, reason=reason),
+        hint=tr("check the cluster address, VPN or proxy"),
     )
 
 

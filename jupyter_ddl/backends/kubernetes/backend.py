@@ -36,6 +36,7 @@ from jupyter_ddl.config import Config
 from jupyter_ddl.core.kinds import KINDS, Kind
 from jupyter_ddl.core.metrics import is_metric_line
 from jupyter_ddl.errors import JobNotFound, ValidationError
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.image.plan import notebook_container_image
 from jupyter_ddl.manifests import LABEL_NOTEBOOK, MANAGED_SELECTOR
 from jupyter_ddl.manifests.common import label_value
@@ -99,8 +100,12 @@ class KubernetesBackend(Backend):
         self._refs.pop(name, None)
         spaces = sorted({r.namespace for r in where})
         raise JobNotFound(
-            f"no job named {name!r} in namespace {', '.join(spaces)}",
-            hint="`%ddl list` shows the jobs",
+            tr(
+                "no job named {name!r} in namespace {namespace}",
+                name=name,
+                namespace=", ".join(spaces),
+            ),
+            hint=tr("`%ddl list` shows the jobs"),
         )
 
     def _pods(self, ref: Ref, name: str) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ import dataclasses
 from typing import Any
 
 from jupyter_ddl.errors import ValidationError
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.models import JobSpec
 
 
@@ -73,8 +74,12 @@ def with_notebook_volumes(spec: JobSpec, pod: dict[str, Any] | None) -> JobSpec:
             if v.claim_name not in paths:
                 known = ", ".join(sorted(paths)) or "none"
                 raise ValidationError(
-                    f"volume: the notebook does not mount a PVC named {v.claim_name!r} (its PVCs: {known}); "
-                    "give a mount path as CLAIM:/path"
+                    tr(
+                        "volume: the notebook does not mount a PVC named {claim!r} "
+                        "(its PVCs: {known}); give a mount path as CLAIM:/path",
+                        claim=v.claim_name,
+                        known=known,
+                    )
                 )
             v = dataclasses.replace(v, mount_path=paths[v.claim_name])
         volumes.append(v)

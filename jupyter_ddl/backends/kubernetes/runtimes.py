@@ -34,6 +34,7 @@ from jupyter_ddl.core.trainer import (
     release_of,
 )
 from jupyter_ddl.errors import ValidationError
+from jupyter_ddl.i18n import tr
 
 CRD_NAME = f"{TRAINJOB.plural}.{TRAINJOB.group}"
 #: runtimeRef.kind -> its plural; a TrainingRuntime lives in the job's namespace
@@ -122,7 +123,9 @@ def read_runtime_object(conn: Connection, name: str, kind: str) -> dict[str, Any
     plural = RUNTIME_PLURALS.get(kind)
     if plural is None:
         known = ", ".join(RUNTIME_PLURALS)
-        raise ValidationError(f"runtime_kind: {kind!r} is not a runtime kind; use {known}")
+        raise ValidationError(
+            tr("runtime_kind: {kind!r} is not a runtime kind; use {known}", kind=kind, known=known)
+        )
     co = conn.client("CustomObjectsApi")
     g, v = TRAINJOB.group, TRAINJOB.version
     try:
@@ -136,12 +139,28 @@ def read_runtime_object(conn: Connection, name: str, kind: str) -> dict[str, Any
         if e.status != 404:
             raise from_api_exception(e, action=f"reading runtime {name}") from e
         have = runtime_names(conn)
-        where = f" in namespace {conn.namespace}" if kind == "TrainingRuntime" else ""
-        raise ValidationError(
-            f"runtime: the cluster has no {kind} {name!r}{where}; it has "
-            + (", ".join(have) if have else "none")
-            + ("" if have else " (install Trainer's runtimes, or name one with runtime_ref)")
-        ) from None
+        where = (
+            tr(" in namespace {namespace}", namespace=conn.namespace)
+            if kind == "TrainingRuntime"
+            else ""
+        )
+        if have:
+            said = tr(
+                "runtime: the cluster has no {kind} {name!r}{where}; it has {have}",
+                kind=kind,
+                name=name,
+                where=where,
+                have=", ".join(have),
+            )
+        else:
+            said = tr(
+                "runtime: the cluster has no {kind} {name!r}{where}; it has none "
+                "(install Trainer's runtimes, or name one with runtime_ref)",
+                kind=kind,
+                name=name,
+                where=where,
+            )
+        raise ValidationError(said) from None
     return dict(obj)
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jupyter_ddl.errors import ResourceError, ValidationError
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.manifests import LABEL_MANAGED, configmap_key, configmap_name, secret_name
 from jupyter_ddl.models import CodeBundle, JobSpec
 
@@ -35,8 +36,14 @@ def configmap(bundle: CodeBundle, job: str, labels: Mapping[str, str]) -> dict[s
     size = sum(len(v.encode()) for v in data.values()) + sum(len(v) for v in binary.values())
     if size + _SLACK > CONFIGMAP_LIMIT:
         raise ResourceError(
-            f"the code bundle is {size / 1024 / 1024:.2f} MiB, over the 1 MiB a ConfigMap can hold",
-            hint="configure a registry (`%ddl config registry=HOST/REPO`) to ship the code as an image layer",
+            tr(
+                "the code bundle is {size} MiB, over the 1 MiB a ConfigMap can hold",
+                size=f"{size / 1024 / 1024:.2f}",
+            ),
+            hint=tr(
+                "configure a registry (`%ddl config registry=HOST/REPO`) "
+                "to ship the code as an image layer"
+            ),
         )
     out: dict[str, Any] = {
         "apiVersion": "v1",
@@ -59,8 +66,11 @@ def secret(
     missing = [k for k in spec.secret_env if k not in environ]
     if missing:
         raise ValidationError(
-            f"secret-env: {', '.join(missing)} not set in the notebook's environment; "
-            "set them (os.environ or %env) before submitting"
+            tr(
+                "secret-env: {names} not set in the notebook's environment; "
+                "set them (os.environ or %env) before submitting",
+                names=", ".join(missing),
+            )
         )
     return {
         "apiVersion": "v1",

@@ -33,6 +33,7 @@ from jupyter_ddl.core.kinds import TRAINJOB, Kind, TrainJobKind
 from jupyter_ddl.core.shape import TRAINER_RELEASE_OPTION, TRAINER_RUNTIME_OPTION
 from jupyter_ddl.core.trainer import layout_of
 from jupyter_ddl.errors import DDLError, JobConflict, ValidationError
+from jupyter_ddl.i18n import tr
 from jupyter_ddl.image.builder import build_and_push
 from jupyter_ddl.image.plan import ImagePlan, notebook_container_image, plan_image
 from jupyter_ddl.manifests import (
@@ -152,20 +153,28 @@ def _own_runtime(conn: Connection, spec: JobSpec, runtime: dict[str, Any] | None
         return spec, [trainingruntime.build(spec, runtime, labels)]
     if not trainingruntime.needs_own_runtime(spec):
         return spec, []
-    drop = "or drop --backoff-limit/--restart-policy (the runtime's Jobs then allow 6 restarts)"
+    drop = tr("or drop --backoff-limit/--restart-policy (the runtime's Jobs then allow 6 restarts)")
     name = spec.shape.trainjob_runtime
     if runtime is None:
         raise ValidationError(
-            f"backoff_limit: a TrainJob takes it through a copy of its runtime, and runtime "
-            f"{name!r} cannot be read here; ask an admin for get on trainer.kubeflow.org "
-            f"runtimes, {drop}"
+            tr(
+                "backoff_limit: a TrainJob takes it through a copy of its runtime, and runtime "
+                "{name!r} cannot be read here; ask an admin for get on trainer.kubeflow.org "
+                "runtimes, {drop}",
+                name=name,
+                drop=drop,
+            )
         )
     missing = preflight.refused(conn, [("create", TRAINJOB.group, trainingruntime.PLURAL, "")])
     if missing:
         raise ValidationError(
-            f"backoff_limit: a TrainJob takes it through a TrainingRuntime of its own, which "
-            f"you may not create in namespace {conn.namespace} (Kubeflow's editor role may "
-            f"only read them); ask an admin for create on trainingruntimes, {drop}"
+            tr(
+                "backoff_limit: a TrainJob takes it through a TrainingRuntime of its own, which "
+                "you may not create in namespace {namespace} (Kubeflow's editor role may "
+                "only read them); ask an admin for create on trainingruntimes, {drop}",
+                namespace=conn.namespace,
+                drop=drop,
+            )
         )
     return spec, [trainingruntime.build(spec, runtime, labels)]
 
@@ -173,8 +182,13 @@ def _own_runtime(conn: Connection, spec: JobSpec, runtime: dict[str, Any] | None
 def _absent(conn: Connection, kind: Kind, name: str) -> None:
     if CustomObjects(conn, kind).get(name) is not None:
         raise JobConflict(
-            f"submitting {kind}: a job named {name!r} exists already in namespace {conn.namespace}",
-            hint="choose another name, or `%ddl delete` the old job",
+            tr(
+                "submitting {kind}: a job named {name!r} exists already in namespace {namespace}",
+                kind=kind,
+                name=name,
+                namespace=conn.namespace,
+            ),
+            hint=tr("choose another name, or `%ddl delete` the old job"),
         )
 
 
