@@ -168,7 +168,12 @@ class Sandbox:
             )
         hosts_mount = [[src, dst, True] for src, dst in files if dst not in own]
         # the pulled image's own directories first: a volume may be mounted inside one
-        layers = [[s, t, True] for s, t in unpack.mounts(pulled.rootfs)] if pulled else []
+        found = unpack.mounts(pulled.rootfs) if pulled else []
+        targets = [(t, os.path.isfile(s)) for s, t in files] + [
+            (m.target, os.path.isfile(m.source)) for m in mounts
+        ]
+        unpack.mount_points(found, targets)
+        layers = [[s, t, True] for s, t in found]
         plan = {
             # a pod on the host network keeps the machine's hostname, as the kubelet does
             "hostname": None if pod["spec"].get("hostNetwork") else hosts.hostname(pod),
