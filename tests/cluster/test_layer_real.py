@@ -43,7 +43,10 @@ def registry(tmp_path_factory) -> Iterator[Registry]:
         yield reg
     finally:
         kept = [ln for ln in LISTED.read_text().splitlines(True) if ln != line]
-        LISTED.write_text("".join(kept))
+        if kept:
+            LISTED.write_text("".join(kept))
+        else:
+            LISTED.unlink()
         reg.stop()
 
 
