@@ -8,8 +8,12 @@ import gzip
 import hashlib
 import io
 import json
+import os
+import shutil
 import sys
 import tarfile
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,7 +37,9 @@ from tests.support.require import executable
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "cluster"))
 
 from nodeagent import unpack
+from nodeagent.pods import PodRunner
 from nodeagent.pull import ARCH, Puller, PullFailed, parse, policy_of, read_registries
+from nodeagent.sandbox import Sandbox
 
 
 @pytest.fixture(scope="module")
@@ -215,3 +221,61 @@ def test_references_registries_and_default_policies(tmp_path):
         "lan:80": "http://lan:80",
     }
     assert read_registries(tmp_path / "absent") == {}
+
+
+def _runner(tmp_path: Path, puller: Puller, image: str, argv: list[str]):  # type: ignore[no-untyped-def]
+    pod = {
+        "metadata": {"name": "p", "namespace": "ns", "uid": uuid.uuid4().hex},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "main", "image": image, "command": argv}],
+        },
+    }
+    box = Sandbox(None, tmp_path / "data", None, str(Path(sys.executable).parent),  # type: ignore[arg-type]
+                  record=tmp_path / "mountpoints", puller=puller)  # fmt: skip
+    seen: list[dict] = []
+    return PodRunner(pod, tmp_path / "logs", seen.append, box), seen
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a container's mounts need root")
+def test_a_container_sees_the_pulled_layers_files(tmp_path, registry, puller):
+    top = f"jddl-pull-{uuid.uuid4().hex[:8]}"  # a directory this machine lacks
+    files = {f"opt/{top}/main.py": (b"print('from the pulled layer')\n", 0o644)}
+    image = push_base(registry, _layered(tmp_path / "layout", [LOWER, files], []), "team/run")
+    r, seen = _runner(tmp_path, puller, image, ["python", f"/opt/{top}/main.py"])
+    try:
+        r.start()
+        r.thread.join(60)
+        assert seen[-1]["phase"] == "Succeeded", seen[-1]
+        assert b"from the pulled layer" in r.log_path("main", 0).read_bytes()
+    finally:
+        for made in (tmp_path / "mountpoints").read_text().split():
+            shutil.rmtree(made, ignore_errors=True)  # the empty mount point on this machine
+    assert not Path(f"/opt/{top}").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a container's mounts need root")
+def test_a_failed_pull_is_errimagepull_then_imagepullbackoff(tmp_path, registry, puller):
+    image = f"{registry.host}/team/app:no-such-tag"
+    r, seen = _runner(tmp_path, puller, image, ["true"])
+    r.start()
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not any(
+            s["containerStatuses"][0]["state"].get("waiting", {}).get("reason")
+            == "ImagePullBackOff"
+            for s in seen
+        ):
+            time.sleep(0.1)
+    finally:
+        r.stop(1.0)
+    said = [s["containerStatuses"][0]["state"].get("waiting", {}) for s in seen]
+    reasons = [w.get("reason") for w in said]
+    assert "ErrImagePull" in reasons and "ImagePullBackOff" in reasons, said
+    assert reasons.index("ErrImagePull") < reasons.index("ImagePullBackOff")
+    back = said[reasons.index("ImagePullBackOff")]["message"]
+    assert (
+        back.startswith(f'Back-off pulling image "{image}": ErrImagePull: ')
+        and "MANIFEST_UNKNOWN" in back
+    )
+    assert all(s["phase"] == "Pending" for s in seen)
