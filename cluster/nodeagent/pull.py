@@ -270,9 +270,8 @@ class Puller:
             data, _ = reg.small("manifests", digest, MANIFESTS)
             _check(data, digest, "manifest")
             manifest = json.loads(data)
-        have = self._image(digest)
-        if have is None:
-            have = self._lay_out(reg, digest, manifest)
+        with self._lock(digest):  # two references to one image lay it out once
+            have = self._image(digest) or self._lay_out(reg, digest, manifest)
         refs = self._ref_file(image)
         refs.parent.mkdir(parents=True, exist_ok=True)
         refs.write_text(digest)
