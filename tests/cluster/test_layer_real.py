@@ -75,10 +75,13 @@ def _follow(m: JobManager, name: str, seconds: float, until=None) -> list[JobEve
     return events
 
 
+# the mount the code file lies under (the nearest mount point above it) and its source
 MOUNTED = """
 import os
-src = [l.split()[3] for l in open('/proc/self/mountinfo') if l.split()[4] == '/opt/jupyter-ddl']
-print('code', os.path.realpath(__file__), 'from', src[-1] if src else 'nowhere')
+here = os.path.realpath(__file__)
+mounts = [l.split() for l in open('/proc/self/mountinfo')]
+under = [(len(m[4]), m[3]) for m in mounts if here.startswith(m[4].rstrip('/') + '/')]
+print('code', here, 'from', max(under)[1] if under else 'nowhere')
 """
 
 
