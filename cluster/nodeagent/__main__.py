@@ -18,6 +18,7 @@ from typing import Any
 from . import crilog, netns, pods, server
 from .api import Api, ApiError
 from .pods import PodRunner, now
+from .pull import Puller
 from .sandbox import Sandbox
 
 HEARTBEAT = 10.0
@@ -243,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
         "--pythonpath", default="", help="every container's PYTHONPATH unless it sets one"
     )
     p.add_argument("--record", help="file listing mount points made on this machine")
+    p.add_argument("--registries", help="file naming the registries whose images are pulled")
+    p.add_argument("--images", help="pulled images: blobs and unpacked root filesystems")
     p.add_argument("--log-max-size", type=int, default=crilog.MAX_SIZE,
                    help="bytes at which a container's log file is rotated (containerLogMaxSize)")  # fmt: skip
     a = p.parse_args(argv)
@@ -270,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
             a.path_prefix,
             a.pythonpath,
             Path(a.record) if a.record else None,
+            Puller(Path(a.images), Path(a.registries)) if a.images and a.registries else None,
         )
     agent = Agent(api, a.node, a.port, Path(a.logdir), sandbox)
     server.serve("127.0.0.1", a.port, a.cert, a.key, agent.lookup)

@@ -1,7 +1,8 @@
 """Runs one pod as local processes: init containers in order, then every container;
 restarts under the pod's restartPolicy with the kubelet's back-off (the first restart at
 once, then 10 s doubling up to 5 min); reports the pod's status as the kubelet does.
-Images are not pulled: a container's command runs on this machine, inside the pod's
+An image on a registry the tier is told about is pulled first (pull.py: ErrImagePull,
+ImagePullBackOff); the container's command runs on this machine, inside the pod's
 sandbox (its network namespace, volumes and hosts file: sandbox.py) when the agent
 gives it one.
 """
@@ -20,6 +21,7 @@ from typing import Any
 from . import crilog, envs, image, volumes
 from .backoff import Backoff
 from .envs import ConfigError
+from .pull import Pulled, PullFailed, backoff_message
 from .sandbox import Sandbox
 from .statuses import now, pod_phase, terminated, waiting
 
@@ -54,6 +56,7 @@ class PodRunner:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.statuses: dict[str, dict[str, Any]] = {}
         self.init_statuses: dict[str, dict[str, Any]] = {}
+        self.pull_failures: dict[str, int] = {}
         self.stopping = threading.Event()
         self.lock = threading.Lock()
         self.started_at = now()
@@ -108,8 +111,12 @@ class PodRunner:
             return lambda kind, name: None
         return self.sandbox.fetcher(self.pod["metadata"]["namespace"])
 
-    def _exec(self, c: dict[str, Any], restart: int) -> subprocess.Popen[bytes]:
-        defined = envs.environment(self.pod, c, self.pod_ip, self._fetch())
+    def _exec(
+        self, c: dict[str, Any], restart: int, pulled: Pulled | None = None
+    ) -> subprocess.Popen[bytes]:
+        # the image's Env under the container's own, as the runtime merges them
+        own = envs.environment(self.pod, c, self.pod_ip, self._fetch())
+        defined = {**(pulled.env if pulled else {}), **own}
         argv = envs.command_line(c, defined)
         if not argv:
             raise OSError("the container names no command (images are not run here)")
@@ -117,7 +124,7 @@ class PodRunner:
         if refused:
             raise StartFailed(refused)
         # no workingDir (the stand-in has no image WORKDIR): the pod's own, not the agent's
-        cwd = c.get("workingDir") or str(self._workdir(c["name"]))
+        cwd = c.get("workingDir") or (pulled and pulled.workdir) or str(self._workdir(c["name"]))
         if self.sandbox is None:
             base = {
                 "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -137,6 +144,7 @@ class PodRunner:
                 f"{c['name']}-{restart}",
                 {**base, **defined},
                 c.get("image") or "",
+                pulled,
             )
             cwd = None
         writer = crilog.Writer(self.log_path(c["name"], restart))
@@ -272,7 +280,12 @@ class PodRunner:
         name = c["name"]
         cid = f"process://{self.uid}-{name}-{restart}"
         try:
-            p = self._exec(c, restart)
+            pulled = self.sandbox.pull(c) if self.sandbox is not None else None
+        except PullFailed as e:
+            self._pull_failed(c, table, e)
+            return None
+        try:
+            p = self._exec(c, restart, pulled)
         except StartFailed as e:
             # as containerd reports it: a run that ended at once, exit code 128
             self._ended(table, name, terminated(128, "StartError", now(), cid, str(e)), restart)
@@ -316,6 +329,24 @@ class PodRunner:
         reason = "Completed" if code == 0 else "Error"
         self._ended(table, name, terminated(code, reason, started, cid), restart)
         return code
+
+    def _pull_failed(
+        self, c: dict[str, Any], table: dict[str, dict[str, Any]], e: PullFailed
+    ) -> None:
+        """ErrImagePull with the registry's words, then ImagePullBackOff while the
+        kubelet's image back-off runs (10 s doubling to 5 min)."""
+        name = c["name"]
+        n = self.pull_failures[name] = self.pull_failures.get(name, 0) + 1
+        for reason, message, pause in (
+            (e.reason, e.message, 2.0),
+            ("ImagePullBackOff", backoff_message(c.get("image") or "", e), min(10.0 * 2 ** (n - 1), 300.0)),
+        ):  # fmt: skip
+            with self.lock:
+                state = {"waiting": {"reason": reason, "message": message}}
+                table[name] = {**table[name], "state": state}
+            self._publish()
+            if self.stopping.wait(pause):
+                return
 
     def _ended(
         self, table: dict[str, dict[str, Any]], name: str, term: dict[str, Any], restart: int

@@ -3,7 +3,8 @@
 (hosts.py), and for each container a plan that enter.py carries out in the container's
 own mount namespace. The container's PATH starts with the tier's interpreter (the stand-in
 for an image: `python` and `torchrun` in a pod are the project's, with torch and
-jupyter_ddl).
+jupyter_ddl). An image on a registry the tier is told about is pulled (pull.py) and the
+directories it adds are bind-mounted read-only into the container.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import hosts, image, volumes
+from . import hosts, image, unpack, volumes
 from .api import Api, ApiError
 from .envs import Fetch
 from .netns import Network
+from .pull import Pulled, Puller
 
 ENTER = Path(__file__).with_name("enter.py")
 # commands a pod finds before the machine's: `nslookup` answered from the hosts file
@@ -38,8 +40,9 @@ class Sandbox:
         path_prefix: str = "",
         pythonpath: str = "",
         record: Path | None = None,
+        puller: Puller | None = None,
     ) -> None:
-        self.api, self.datadir, self.network = api, datadir, network
+        self.api, self.datadir, self.network, self.puller = api, datadir, network, puller
         self.path_prefix, self.pythonpath, self.record = path_prefix, pythonpath, record
         # the latest pods and Services the agent listed: a new pod's first hosts file
         # already names its peers
@@ -112,6 +115,10 @@ class Sandbox:
             sources[vol["name"]] = where
         return sources
 
+    def pull(self, container: dict[str, Any]) -> Pulled | None:
+        """The container's pulled image; None: the stand-in runs it. Raises PullFailed."""
+        return self.puller.ensure(container) if self.puller is not None else None
+
     def hosts_file(self, pod: dict[str, Any]) -> Path:
         return self.pod_dir(pod) / "hosts"
 
@@ -146,6 +153,7 @@ class Sandbox:
         tag: str,
         env: dict[str, str],
         image_ref: str = "",
+        pulled: Pulled | None = None,
     ) -> list[str]:
         """The command line that runs `argv` inside the pod's namespaces; ENV is the
         container's environment (the image stand-in's ssh sessions get its PATH)."""
@@ -159,10 +167,17 @@ class Sandbox:
                 self.pod_dir(pod), env.get("PATH", ""), env.get("PYTHONPATH", "")
             )
         hosts_mount = [[src, dst, True] for src, dst in files if dst not in own]
+        # the pulled image's own directories first: a volume may be mounted inside one
+        found = unpack.mounts(pulled.rootfs) if pulled else []
+        targets = [(t, os.path.isfile(s)) for s, t in files] + [
+            (m.target, os.path.isfile(m.source)) for m in mounts
+        ]
+        unpack.mount_points(found, targets)
+        layers = [[s, t, True] for s, t in found]
         plan = {
             # a pod on the host network keeps the machine's hostname, as the kubelet does
             "hostname": None if pod["spec"].get("hostNetwork") else hosts.hostname(pod),
-            "mounts": hosts_mount + [[m.source, m.target, m.read_only] for m in mounts],
+            "mounts": layers + hosts_mount + [[m.source, m.target, m.read_only] for m in mounts],
             "record": str(self.record) if self.record else None,
             "cwd": cwd,
             "argv": argv,

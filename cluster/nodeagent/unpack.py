@@ -1,0 +1,165 @@
+"""An image's layers laid out as one root filesystem, and which of its directories a
+container sees (the image stand-in keeps this machine's OS files: image.py, pull.py).
+
+`unpack` applies layer tars in order, as the OCI image spec's changeset rules say: an
+entry `.wh.NAME` deletes NAME from the layers below, an entry `.wh..wh..opq` empties its
+directory of what the layers below put there, and every other entry is written over
+what was there. Each layer is read twice (whiteouts first, then its files), so a
+whiteout never removes a file of its own layer. Paths are kept inside the root
+(tarfile's `tar` filter: no absolute names, nothing through a link out of the root);
+device nodes and fifos are skipped (a container here uses this machine's /dev).
+
+`mounts` chooses what to bind into a container: every directory of the image that this
+machine lacks (or holds only as an empty directory: a mount point an earlier pod left),
+taken whole. Files the image adds under a directory this machine has (`/etc/os-release`,
+`/usr/bin/...`) are the base image's OS and are not shown: there the machine's own
+files stand in.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tarfile
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+
+WHITEOUT = ".wh."
+OPAQUE = ".wh..wh..opq"
+# never shown from an image: the container runtime provides these
+SYSTEM = frozenset({"proc", "sys", "dev", "run", "tmp"})
+
+
+class UnpackError(Exception):
+    """A layer that cannot be laid out; the message names the layer and the entry."""
+
+
+def _clean(name: str) -> str | None:
+    """An entry's path relative to the root, or None for the root itself."""
+    parts = [p for p in PurePosixPath("/" + name).parts[1:] if p not in ("", ".")]
+    if ".." in parts:
+        raise UnpackError(f"the entry {name!r} leaves the image's root")
+    return "/".join(parts) or None
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
+    elif path.exists() or os.path.lexists(path):
+        path.unlink()
+
+
+def _inside(root: Path, rel: str) -> Path:
+    """ROOT/REL, refused when a symlink of the layers below leads its parent out of ROOT."""
+    real_root = os.path.realpath(root)
+    parent = os.path.realpath((root / rel).parent)
+    if parent != real_root and not parent.startswith(real_root + "/"):
+        raise UnpackError(f"the entry {rel!r} leads out of the image's root through a link")
+    return root / rel
+
+
+def apply_whiteouts(root: Path, tar: tarfile.TarFile) -> None:
+    for member in tar:
+        rel = _clean(member.name)
+        if rel is None:
+            continue
+        head, _, base = rel.rpartition("/")
+        if base == OPAQUE:
+            d = _inside(root, head) if head else root
+            if d.is_dir() and not d.is_symlink():
+                for child in list(d.iterdir()):
+                    _remove(child)
+        elif base.startswith(WHITEOUT):
+            _remove(_inside(root, f"{head}/{base[len(WHITEOUT) :]}".lstrip("/")))
+
+
+def _keep(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+    if member.ischr() or member.isblk() or member.isfifo():
+        return None
+    base = member.name.rstrip("/").rsplit("/", 1)[-1]
+    if base.startswith(WHITEOUT):
+        return None
+    return tarfile.tar_filter(member, dest)
+
+
+def extract(root: Path, tar: tarfile.TarFile) -> None:
+    for member in tar:
+        rel = _clean(member.name)
+        if rel is None:
+            continue
+        target = _inside(root, rel)
+        # a later layer replaces what is there, unless both are directories
+        if os.path.lexists(target) and not (member.isdir() and target.is_dir()):
+            _remove(target)
+        try:
+            tar.extract(member, root, filter=_keep)
+        except (tarfile.FilterError, OSError) as e:
+            raise UnpackError(f"the entry {member.name!r}: {e}") from None
+
+
+def unpack(root: Path, layers: list[Path]) -> None:
+    """Lay LAYERS (tar files, compressed or not, lowest first) out under ROOT."""
+    root.mkdir(parents=True, exist_ok=True)
+    for layer in layers:
+        try:
+            with tarfile.open(layer, mode="r:*") as tar:
+                apply_whiteouts(root, tar)
+            with tarfile.open(layer, mode="r:*") as tar:
+                extract(root, tar)
+        except tarfile.TarError as e:
+            raise UnpackError(
+                f"the layer {layer.name} is not a tar this agent reads: {e}"
+            ) from None
+        except UnpackError as e:
+            raise UnpackError(f"the layer {layer.name}: {e}") from None
+
+
+def _empty_dir(path: str) -> bool:
+    try:
+        return os.path.isdir(path) and not os.listdir(path)
+    except OSError:
+        return False
+
+
+def mounts(
+    root: Path, host: str = "/", lacks: Callable[[str], bool] | None = None
+) -> list[tuple[str, str]]:
+    """(source under ROOT, target in the container) for each directory of the image this
+    machine lacks, parents before children; HOST is the machine's root (tests)."""
+    missing = lacks or (lambda p: not os.path.lexists(p) or _empty_dir(p))
+    out: list[tuple[str, str]] = []
+
+    def walk(rel: str) -> None:
+        here = root / rel if rel else root
+        for child in sorted(here.iterdir()):
+            sub = f"{rel}/{child.name}" if rel else child.name
+            if not rel and child.name in SYSTEM:
+                continue
+            if child.is_symlink() or not child.is_dir():
+                continue
+            on_host = os.path.join(host, sub)
+            if missing(on_host):
+                out.append((str(child), "/" + sub))
+            elif os.path.isdir(on_host) and not os.path.islink(on_host):
+                walk(sub)
+
+    walk("")
+    return out
+
+
+def mount_points(found: list[tuple[str, str]], targets: list[tuple[str, bool]]) -> None:
+    """Make, inside the image's directories FOUND (read-only in the container), the
+    mount points of the container's volumes that lie under them (TARGETS: container
+    path, is a file), as a runtime makes them in a container's rootfs: empty entries."""
+    for src, top in found:
+        for target, is_file in targets:
+            if target == top or not target.startswith(top.rstrip("/") + "/"):
+                continue
+            where = Path(src) / target[len(top) :].lstrip("/")
+            where.parent.mkdir(parents=True, exist_ok=True)
+            if is_file:
+                where.touch(exist_ok=True)
+            else:
+                where.mkdir(exist_ok=True)
