@@ -118,8 +118,11 @@ def call_sdk(args: dict[str, Any], timeout: float = 900) -> dict[str, Any]:
     for line in r.stdout.splitlines():
         if line.startswith("RESULT "):
             return dict(json.loads(line[7:]))
-    last = (r.stderr.strip().splitlines() or r.stdout.strip().splitlines() or ["?"])[-1]
-    raise RuntimeError(f"Kubeflow SDK {args.get('sdk')} {args.get('op')}: {last[-250:]}")
+    said = r.stderr.strip().splitlines() or r.stdout.strip().splitlines() or ["?"]
+    # the helper's own FAILED line carries the SDK's error chain down to the API's answer
+    failed = [ln[7:] for ln in said if ln.startswith("FAILED ")]
+    why = failed[-1][:1200] if failed else said[-1][-250:]
+    raise RuntimeError(f"Kubeflow SDK {args.get('sdk')} {args.get('op')}: {why}")
 
 
 class Ours:

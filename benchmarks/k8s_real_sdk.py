@@ -39,6 +39,20 @@ def cell() -> None:
     time.sleep(3)
 
 
+def tf_cell() -> None:
+    """A TFJob worker's code: its first line, then the task the training operator set in
+    ``TF_CONFIG`` (what ``tf.distribute`` reads; importing TensorFlow itself would cost
+    each worker seconds of CPU and test nothing of the operator's)."""
+    import json
+    import os
+    import time
+
+    print("first-line", flush=True)
+    task = json.loads(os.environ["TF_CONFIG"])["task"]
+    print(f"tf-task {task['type']} {task['index']}", flush=True)
+    time.sleep(3)
+
+
 def long_cell() -> None:
     """A job that runs until someone stops it (the scenario cancels it)."""
     import time
@@ -70,6 +84,7 @@ def v1_client(kubeconfig: str, namespace: str, kind: str) -> Any:
 
 
 def v1_create(client: Any, name: str, func: Any = cell) -> None:
+    # a TFJob from a function: two Workers, no Chief, each run as `python -u` (the SDK's)
     client.create_job(name=name, train_func=func, num_workers=2, base_image="python:3.11")
 
 
@@ -151,7 +166,7 @@ def cycle(a: dict[str, Any]) -> dict[str, Any]:
     if a["sdk"] == "v1":
         client = v1_client(a["kubeconfig"], a["namespace"], a["kind"])
         name = f"sdk1-{uuid.uuid4().hex[:6]}"
-        v1_create(client, name)
+        v1_create(client, name, tf_cell if a["kind"] == "TFJob" else cell)
         job = client.wait_for_job_conditions(name, timeout=WAIT_S * 2, polling_interval=1)
         ended = "Succeeded" if client.is_job_succeeded(name, job=job) else "not succeeded"
         logs, _ = client.get_job_logs(name, is_master=False)
@@ -183,7 +198,30 @@ def _v2_gone(client: Any, name: str) -> bool:
     return False
 
 
+def root_cause(exc: BaseException) -> str:
+    """The SDK's error with what it wrapped, down to the API's answer: the SDKs raise
+    their own one-line errors ``from`` the kubernetes client's ``ApiException``, whose
+    status and body say what the API server refused, and why."""
+    parts: list[str] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(parts) < 6:
+        status = getattr(seen, "status", None)
+        body = getattr(seen, "body", None)
+        if status is not None:
+            parts.append(f"{type(seen).__name__} {status}: {str(body or seen)[:400]}")
+        else:
+            parts.append(f"{type(seen).__name__}: {str(seen)[:300]}")
+        seen = seen.__cause__ or seen.__context__
+    return " <- ".join(parts).replace("\n", " ")
+
+
 if __name__ == "__main__":
     args = json.loads(sys.argv[1])
     do = {"bench": bench, "create": create, "cycle": cycle}[args["op"]]
-    print("RESULT " + json.dumps(do(args)), flush=True)
+    try:
+        got = do(args)
+    except Exception as e:  # noqa: BLE001 - whatever the SDK raised, said in one line
+        # one line with the whole chain, last on stderr, where the parent reads it
+        print(f"FAILED {root_cause(e)}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
+    print("RESULT " + json.dumps(got), flush=True)

@@ -127,6 +127,11 @@ class Kind(ABC):
         """The spec patch that suspends a job (§1.6, §4.1)."""
         return {"runPolicy": {"suspend": True}}
 
+    def delete_propagation(self) -> str:
+        """How deleting the job removes what it owns: in the foreground, the pods go
+        before the job object does."""
+        return "Foreground"
+
     @abstractmethod
     def default_restart(self, role: str) -> RestartPolicy:
         """A replica's restartPolicy when the spec names none (§1.1, §3.1)."""
@@ -270,6 +275,16 @@ class TrainJobKind(Kind):
 
     def suspend_patch(self) -> dict[str, Any]:
         return {"suspend": True}
+
+    def delete_propagation(self) -> str:
+        # A foreground deletion ends with the garbage collector updating the TrainJob
+        # (its foregroundDeletion finalizer removed) after deleting its dependents,
+        # among them a TrainingRuntime of the job's own; Trainer's webhook validates
+        # that update and refuses it once the runtime is gone, so the TrainJob stayed
+        # Terminating for good (and the Trainer SDK's list_jobs, which reads every
+        # listed job's runtime, failed for the whole namespace). In the background the
+        # TrainJob goes at once, with no update, and its JobSet, pods and runtime after.
+        return "Background"
 
     def default_restart(self, role: str) -> RestartPolicy:
         return RestartPolicy.ON_FAILURE  # JobSet's default for its Jobs (§4.2)

@@ -8,7 +8,9 @@ from source, which takes many minutes). Needs Linux, root, Go and the Go module 
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import uuid
 
 from tests.cluster.tier import (
@@ -23,6 +25,7 @@ from tests.cluster.tier import (
     alive,
     built,
     create,
+    group_members,
     kubectl,
     pids,
     run,
@@ -48,6 +51,28 @@ def test_second_up_reuses_what_runs(tier):
     after = pids()
     assert {n: after.get(n) for n in running} == running, "a second up restarted processes"
     assert all(alive(pid) for pid in after.values()), "a second up left a process down"
+
+
+def test_a_scheduler_that_ends_is_started_again_and_schedules(tier):
+    # kube-scheduler exits by design when an update contradicts its cache (it did after
+    # an API server restart); the kubelet restarts its static pod, and the tier so
+    binary = str(STATE / "bin" / "kube-scheduler")
+
+    def scheduler() -> int | None:
+        found = [int(m.split()[0]) for m in group_members({pids()["kube-scheduler"]})
+                 if m.split()[1] == binary]  # fmt: skip
+        return found[0] if found else None
+
+    first = wait_for("kube-scheduler", scheduler, 10)
+    os.kill(first, signal.SIGKILL)
+    wait_for("kube-scheduler started again", lambda: (p := scheduler()) and p != first, 30)
+    name = f"again-{uuid.uuid4().hex[:6]}"
+    assert create(POD.format(name=name)).returncode == 0
+    try:
+        wait_for(f"{name} scheduled", lambda: kubectl(
+            "-n", NAMESPACE, "get", "pod", name, "-o", "jsonpath={.spec.nodeName}").stdout, 60)  # fmt: skip
+    finally:
+        kubectl("-n", NAMESPACE, "delete", "pod", name, "--wait=false", check=False)
 
 
 def test_crds_of_the_pinned_releases_are_installed(tier):

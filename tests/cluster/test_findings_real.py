@@ -70,6 +70,16 @@ def test_trainjob_that_raises_fails_after_one_restart_with_its_root_cause(manage
     ]
     assert restarted, [e.replica_status for e in events if e.kind is EventKind.REPLICA]
     assert JobState.RESTARTING not in changes
+    # deleted (run_cell's end), the job goes, its own TrainingRuntime with it: deleted in
+    # the foreground it stayed Terminating for good, Trainer's webhook refusing the
+    # garbage collector's last update once the runtime was gone
+    job = events[0].job
+    for kind in ("trainjob", "trainingruntime"):
+        wait_for(
+            f"{kind} {job} gone",
+            lambda k=kind: kubectl("-n", NAMESPACE, "get", k, job, check=False).returncode != 0,
+            60,
+        )
 
 
 def follow(m, name: str, seconds: float, from_start: bool = True, until=None) -> list:

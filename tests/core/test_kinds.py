@@ -129,6 +129,10 @@ def test_every_kind_knows_its_operators_rules():
     assert kinds.MPIJOB.default_restart("Worker") == RestartPolicy.NEVER
     assert kinds.TRAINJOB.suspend_patch() == {"suspend": True}
     assert kinds.PYTORCHJOB.suspend_patch() == {"runPolicy": {"suspend": True}}
+    # a TrainJob in the background: Trainer's webhook refuses the foreground deletion's
+    # last update once the job's own runtime is gone (tests/cluster/test_findings_real.py)
+    assert [k.delete_propagation() for k in kinds.KINDS] == [
+        "Foreground", "Foreground", "Foreground", "Background"]  # fmt: skip
     assert kinds.TRAINJOB.event_objects("j") == {"j", "j-node-0", "j-launcher-0"}
     assert kinds.TRAINJOB.for_release("v2.1.0").release.override_field == "podTemplateOverrides"
 

@@ -7,6 +7,9 @@ Never imports the product. Prints one JSON object per command.
     python sdk1_driver.py KUBECONFIG NAMESPACE run NAME      # create, wait, logs
     python sdk1_driver.py KUBECONFIG NAMESPACE start-slow NAME  # create, wait Running
     python sdk1_driver.py KUBECONFIG NAMESPACE delete NAME
+
+A fifth argument names the job kind: ``PyTorchJob`` (the default) or ``TFJob`` (two
+Workers, each printing the task of the ``TF_CONFIG`` the operator gave it).
 """
 
 from __future__ import annotations
@@ -30,6 +33,14 @@ def sdk_all_reduce():
     dist.destroy_process_group()
 
 
+def sdk_tf_task():
+    import json
+    import os
+
+    task = json.loads(os.environ["TF_CONFIG"])["task"]
+    print(f"sdk tf-task {task['type']} {task['index']}", flush=True)
+
+
 def sdk_slow():
     import time
 
@@ -40,10 +51,17 @@ def sdk_slow():
 IMAGE = "docker.io/pytorch/pytorch:2.1.2-cuda11.8-cudnn8-runtime"
 
 
-def main(kubeconfig: str, namespace: str, command: str, name: str) -> dict:
+def main(
+    kubeconfig: str, namespace: str, command: str, name: str, kind: str = "PyTorchJob"
+) -> dict:
     from kubeflow.training import TrainingClient
 
-    tc = TrainingClient(config_file=kubeconfig, namespace=namespace)
+    tc = TrainingClient(config_file=kubeconfig, namespace=namespace, job_kind=kind)
+    if command == "run" and kind == "TFJob":
+        tc.create_job(name=name, train_func=sdk_tf_task, num_workers=2, base_image=IMAGE)
+        tc.wait_for_job_conditions(name, wait_timeout=120, polling_interval=1)
+        logs, _ = tc.get_job_logs(name, is_master=False)
+        return {"succeeded": tc.is_job_succeeded(name), "logs": logs}
     if command == "run":
         tc.create_job(name=name, train_func=sdk_all_reduce, num_workers=2,
                       num_procs_per_worker=1, base_image=IMAGE)  # fmt: skip
@@ -63,4 +81,4 @@ def main(kubeconfig: str, namespace: str, command: str, name: str) -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(*sys.argv[1:5])), flush=True)
+    print(json.dumps(main(*sys.argv[1:6])), flush=True)

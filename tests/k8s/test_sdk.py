@@ -37,6 +37,7 @@ from tests.support.require import module
 from .apidouble import NAMESPACE
 
 PYTORCHJOBS = "kubeflow.org/v1/pytorchjobs"
+TFJOBS = "kubeflow.org/v1/tfjobs"
 TRAINJOBS = "trainer.kubeflow.org/v1alpha1/trainjobs"
 
 
@@ -134,9 +135,9 @@ def sdk1_python() -> str:
     return str(python)
 
 
-def sdk1(python: str, kubeconfig, command: str, name: str) -> dict:
+def sdk1(python: str, kubeconfig, command: str, name: str, kind: str = "PyTorchJob") -> dict:
     driver = Path(__file__).with_name("sdk1_driver.py")
-    out = subprocess.run([python, str(driver), str(kubeconfig), NAMESPACE, command, name],
+    out = subprocess.run([python, str(driver), str(kubeconfig), NAMESPACE, command, name, kind],
                          capture_output=True, text=True, timeout=180)  # fmt: skip
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -164,6 +165,32 @@ def test_training_sdk_v1_and_the_product_on_its_jobs(kubeconfig, double, backend
     slow = f"sdk1-{uuid.uuid4().hex[:6]}"
     assert sdk1(sdk1_python, kubeconfig, "start-slow", slow)["running"]
     follow_then_cancel(backend, double, slow, "sdk working", "master-0",
+                       f"training.kubeflow.org/job-name={slow}")  # fmt: skip
+
+
+@pytest.mark.slow
+def test_training_sdk_v1_tfjob_and_the_product_on_its_jobs(
+    kubeconfig, double, backend, sdk1_python
+):
+    """SDK1 builds a TFJob of two Workers (container ``tensorflow``, the function run by
+    ``python -u``); the double's operator gives each its ``TF_CONFIG``; the product reads
+    the job it did not create, then follows and cancels a slow one."""
+    name = f"sdk1-{uuid.uuid4().hex[:6]}"
+    got = sdk1(sdk1_python, kubeconfig, "run", name, "TFJob")
+    assert got["succeeded"], got
+    assert sorted(got["logs"]) == [f"{name}-worker-0", f"{name}-worker-1"], got
+    for i in (0, 1):
+        assert f"sdk tf-task worker {i}" in got["logs"][f"{name}-worker-{i}"], got
+    mine = backend.get(name)
+    assert mine.state == JobState.SUCCEEDED
+    assert [r.id for r in mine.replicas] == ["worker-0", "worker-1"]
+    assert any("sdk tf-task worker 1" in ln.text for ln in backend.logs(name, replica="worker-1"))
+    sdk1(sdk1_python, kubeconfig, "delete", name, "TFJob")
+    until(lambda: double.store.get(TFJOBS, NAMESPACE, name) is None)
+
+    slow = f"sdk1-{uuid.uuid4().hex[:6]}"
+    assert sdk1(sdk1_python, kubeconfig, "start-slow", slow, "TFJob")["running"]
+    follow_then_cancel(backend, double, slow, "sdk working", "worker-0",
                        f"training.kubeflow.org/job-name={slow}")  # fmt: skip
 
 

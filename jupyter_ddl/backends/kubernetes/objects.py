@@ -106,7 +106,8 @@ class CustomObjects:
         return out
 
     def delete(self, name: str) -> bool:
-        """Delete in the foreground (the pods go first); False when it was gone."""
+        """Delete as the kind wants it (the pods first, but for a TrainJob); False when
+        it was gone."""
         from kubernetes import client
         from kubernetes.client import ApiException
 
@@ -114,7 +115,7 @@ class CustomObjects:
         try:
             self.api.delete_namespaced_custom_object(
                 k.group, k.version, self.namespace, k.plural, name,
-                body=client.V1DeleteOptions(propagation_policy="Foreground"),
+                body=client.V1DeleteOptions(propagation_policy=k.delete_propagation()),
             )  # fmt: skip
         except ApiException as e:
             if e.status == 404:
