@@ -32,7 +32,8 @@ GANG = GangScheduling(scheduler="scheduler-plugins")
 SCHEDULER = "scheduler-plugins-scheduler"
 # Coscheduling's PreFilter words for a gang whose summed requests no node has free
 SCHEDULER_SAYS = "resource gap"
-# what a platform that runs scheduler-plugins grants its users besides kubeflow-edit
+# what a platform that runs scheduler-plugins grants its users besides kubeflow-edit (patch:
+# the product makes the PodGroup owned by the job, so deleting the job deletes it)
 PODGROUP_ROLE = f"""
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
@@ -40,7 +41,7 @@ metadata: {{name: gang-podgroups, namespace: {NAMESPACE}}}
 rules:
 - apiGroups: [scheduling.x-k8s.io]
   resources: [podgroups]
-  verbs: [get, list, watch, create, delete]
+  verbs: [get, list, watch, create, patch, delete]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
