@@ -26,6 +26,7 @@ OPERATORS = {
     # binary in .cluster/bin -> the name `scripts/cluster status` gives its process
     "mpi-operator": "mpi-operator",
     "training-operator": "training-operator",
+    "scheduler-plugins": "gang-scheduler",
 }
 
 # every real-tier module sets `pytestmark = MARKS`

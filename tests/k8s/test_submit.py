@@ -187,3 +187,20 @@ def test_no_resource_events_without_metrics_api(make_backend, double):
     events = watch_all(b, spec.name)
     assert not [e for e in events if e.kind == EventKind.RESOURCE]
     assert not b.capabilities().resource_metrics
+
+
+def test_a_gang_job_without_the_right_to_patch_podgroups_is_refused_before_anything(
+    make_backend, double
+):
+    """The PodGroup is made owned by the job by a patch once the job exists; a Role
+    that lets the user create PodGroups but not patch them would leave the group behind
+    when the job is deleted (seen on the real tier), so pre-flight names it."""
+    double.catalog.crds.append("PodGroup/v1alpha1")
+    double.state.denied |= {("patch", "podgroups")}
+    b = make_backend()
+    spec = job(gang=GangScheduling(scheduler="scheduler-plugins"))
+    with pytest.raises(Exception) as e:
+        b.submit(spec, build_bundle("pass\n"))
+    text = str(e.value)
+    assert "patch podgroups" in text and "\n" not in text, text
+    assert double.store.get("scheduling.x-k8s.io/v1alpha1/podgroups", "team-a", spec.name) is None

@@ -87,10 +87,12 @@ def access_checks(kind: Kind, extra: Sequence[Check] = ()) -> list[Check]:
     return [("create", kind.group, kind.plural, ""), *extra, *POD_ACCESS]
 
 
-def podgroup_check(obj: dict[str, Any]) -> Check:
-    """Creating a job's PodGroup (Kubeflow's editor role has no rule for it)."""
-    group = obj["apiVersion"].rpartition("/")[0]
-    return ("create", group, obj["kind"].lower() + "s", "")
+def podgroup_checks(obj: dict[str, Any]) -> list[Check]:
+    """Creating a job's PodGroup (Kubeflow's editor role has no rule for it) and
+    patching it: it is made owned by the job by a patch, without which deleting the
+    job would leave the group behind."""
+    group, plural = obj["apiVersion"].rpartition("/")[0], obj["kind"].lower() + "s"
+    return [("create", group, plural, ""), ("patch", group, plural, "")]
 
 
 def refused(conn: Connection, checks: Sequence[Check]) -> list[str] | None:

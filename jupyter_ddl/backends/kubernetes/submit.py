@@ -215,7 +215,7 @@ def submit(
     calls: list[Callable[[], Any]] = [
         partial(_for_trainer, conn, cfg, spec, checks),
         partial(preflight.check_crd, conn, kind, checks),
-        partial(preflight.check_access, conn, kind, [preflight.podgroup_check(g) for g in group], checks),
+        partial(preflight.check_access, conn, kind, [c for g in group for c in preflight.podgroup_checks(g)], checks),
         partial(_absent, conn, kind, spec.name),
         partial(_pod_and_defaults, home),
     ]  # fmt: skip
