@@ -18,6 +18,7 @@ files stand in.
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import tarfile
@@ -32,6 +33,12 @@ SYSTEM = frozenset({"proc", "sys", "dev", "run", "tmp"})
 
 class UnpackError(Exception):
     """A layer that cannot be laid out; the message names the layer and the entry."""
+
+
+# the filter's refusals, where this Python has the filter
+_FILTER_ERRORS: tuple[type[Exception], ...] = tuple(
+    e for e in (getattr(tarfile, "FilterError", None),) if isinstance(e, type)
+)
 
 
 def _clean(name: str) -> str | None:
@@ -81,7 +88,31 @@ def _keep(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
     base = member.name.rstrip("/").rsplit("/", 1)[-1]
     if base.startswith(WHITEOUT):
         return None
-    return tarfile.tar_filter(member, dest)
+    if hasattr(tarfile, "tar_filter"):
+        return tarfile.tar_filter(member, dest)
+    return _tar_filter(member, dest)
+
+
+def _tar_filter(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo:
+    """tarfile's `tar` filter for a Python without it (before 3.11.4, e.g. Debian 12's
+    3.11.2): the name kept inside DEST, no setuid, setgid, sticky or group/other write
+    bits. Symbolic links are kept as they are (an image's absolute links are normal; a
+    write through one is refused by `_inside`); a hard link must stay inside DEST."""
+    m = copy.copy(member)
+    m.name = _clean(member.name) or "."
+    real = os.path.realpath(dest)
+
+    def inside(path: str) -> bool:
+        p = os.path.realpath(os.path.join(real, path))
+        return p == real or p.startswith(real + "/")
+
+    if m.islnk():
+        m.linkname = _clean(m.linkname) or "."
+        if not inside(m.linkname):
+            raise UnpackError(f"the link {member.name!r} points out of the image's root")
+    if m.mode is not None:
+        m.mode &= ~0o7022
+    return m
 
 
 def extract(root: Path, tar: tarfile.TarFile) -> None:
@@ -94,8 +125,13 @@ def extract(root: Path, tar: tarfile.TarFile) -> None:
         if os.path.lexists(target) and not (member.isdir() and target.is_dir()):
             _remove(target)
         try:
-            tar.extract(member, root, filter=_keep)
-        except (tarfile.FilterError, OSError) as e:
+            if hasattr(tarfile, "tar_filter"):
+                tar.extract(member, root, filter=_keep)
+            else:
+                kept = _keep(member, str(root))
+                if kept is not None:
+                    tar.extract(kept, root)
+        except (*_FILTER_ERRORS, OSError) as e:
             raise UnpackError(f"the entry {member.name!r}: {e}") from None
 
 

@@ -137,8 +137,9 @@ def which_log(
     conn: Connection, pod: str, container: str | None, cid: str | None, timeout: Any = None
 ) -> str | None:
     """Asked of the API (the log API names no container ID): is container ``cid`` the
-    pod's "current" one, its "previous" one (it restarted), or neither (None: gone)?
-    Unanswerable (unreachable, refused) counts as "current": the stream backs off."""
+    pod's "current" one, its "previous" one (it restarted), neither (None: replaced
+    twice), or is the pod "gone" (404)? Unanswerable (unreachable, refused) counts as
+    "current": the stream backs off."""
     from kubernetes.client import ApiException
 
     try:
@@ -147,7 +148,7 @@ def which_log(
         )
         obj = json.loads(resp.data)
     except ApiException as e:
-        return None if e.status == 404 else "current"
+        return "gone" if e.status == 404 else "current"
     except Exception:  # noqa: BLE001 - unreachable: try the stream, it backs off
         return "current"
     for cs in (obj.get("status") or {}).get("containerStatuses") or []:

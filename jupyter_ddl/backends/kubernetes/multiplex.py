@@ -170,7 +170,7 @@ class LogMultiplexer:
             # The log API names no container ID: reopened after a restart the pod
             # watch has not shown yet, the stream would be the next container's.
             which = logs.which_log(self.conn, s.pod, s.container, s.cid, OPEN_TIMEOUT)
-            if which is None:
+            if which in (None, "gone"):
                 return self._finish(s)
             if which == "previous":  # it restarted: the rest is in the previous log
                 return self._rest_of_previous(s)
@@ -208,8 +208,10 @@ class LogMultiplexer:
             # chosen by then): a container restarted at once (the kubelet's first
             # restart has no back-off) may have been replaced between the pod watch
             # naming it and the open, and the stream would be the next container's.
+            # A pod deleted since the open ("gone": a job's end deletes its pods) keeps
+            # the stream it had: that was this container's.
             which = logs.which_log(self.conn, s.pod, s.container, s.cid, OPEN_TIMEOUT)
-            if which != "current":
+            if which in (None, "previous"):
                 resp.close()
                 return self._finish(s) if which is None else self._rest_of_previous(s)
         taken = take_over(resp)
