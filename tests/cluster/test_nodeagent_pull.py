@@ -7,7 +7,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
-import json
 import os
 import shutil
 import sys
@@ -23,13 +22,12 @@ from jupyter_ddl.config import Config
 from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.image.builder import build_and_push
 from tests.image.bases import (
-    OCI_CONFIG,
     OCI_LAYER_GZ,
-    OCI_MANIFEST,
     Layout,
     layer_tar,
     make_layout,
     push_base,
+    write_image,
 )
 from tests.image.registries import Registry, start_registry
 from tests.support.require import executable
@@ -73,15 +71,7 @@ def _layered(d: Path, layers: list[dict[str, tuple[bytes, int]]], env: list[str]
         "config": {"Env": env, "WorkingDir": "/opt/app"},
         "rootfs": {"type": "layers", "diff_ids": diffs},
     }
-    cd, cs = lay.blob(json.dumps(config).encode())
-    manifest = {
-        "schemaVersion": 2,
-        "mediaType": OCI_MANIFEST,
-        "config": {"mediaType": OCI_CONFIG, "digest": cd, "size": cs},
-        "layers": descs,
-    }
-    md, ms = lay.blob(json.dumps(manifest).encode())
-    lay.write_index({"mediaType": OCI_MANIFEST, "digest": md, "size": ms}, "base")
+    lay.write_index(write_image(lay, config, descs), "base")
     return d
 
 

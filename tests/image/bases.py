@@ -110,6 +110,12 @@ def _image(lay: Layout, arch: str, big: int = 0) -> dict:
         "rootfs": {"type": "layers", "diff_ids": diff_ids},
         "history": [{"created_by": f"test base layer {i}"} for i in range(len(layers))],
     }
+    return {**write_image(lay, config, layers), "platform": {"architecture": arch, "os": "linux"}}
+
+
+def write_image(lay: Layout, config: dict, layers: list[dict]) -> dict:
+    """Write an image's config and OCI manifest (its layers' blobs already written);
+    returns the manifest's descriptor."""
     cd, cs = lay.blob(json.dumps(config).encode())
     manifest = {
         "schemaVersion": 2,
@@ -118,12 +124,7 @@ def _image(lay: Layout, arch: str, big: int = 0) -> dict:
         "layers": layers,
     }
     md, ms = lay.blob(json.dumps(manifest).encode())
-    return {
-        "mediaType": OCI_MANIFEST,
-        "digest": md,
-        "size": ms,
-        "platform": {"architecture": arch, "os": "linux"},
-    }
+    return {"mediaType": OCI_MANIFEST, "digest": md, "size": ms}
 
 
 def make_layout(d: Path, kind: str = "oci", tag: str = "base", big: int = 0) -> Path:
