@@ -112,17 +112,22 @@ def submit(m: JobManager, cell: str, **kw) -> str:  # type: ignore[no-untyped-de
     return name
 
 
+def succeeded_as_a_gang_of_two(gang: JobManager, name: str) -> list[str]:
+    """The job's PodGroup asks for 2 members and the job succeeds; every line it printed."""
+    pg = admin_json("get", "podgroups.scheduling.x-k8s.io", name)
+    assert pg["spec"]["minMember"] == 2, pg
+    status, events = follow(gang, name, 240)
+    got = lines(events)
+    assert status.state is JobState.SUCCEEDED, (status.message, got)
+    return [ln for replica in got.values() for ln in replica]
+
+
 def test_a_gang_pytorchjob_runs_to_succeeded_on_coscheduling(gang):
     built("training-operator")
     name = submit(gang, TORCH_CELL, strategy="torch-ddp", replicas={"Master": 1, "Worker": 1})
     try:
-        pg = admin_json("get", "podgroups.scheduling.x-k8s.io", name)
-        assert pg["spec"]["minMember"] == 2, pg
-        status, events = follow(gang, name, 240)
-        got = lines(events)
-        assert status.state is JobState.SUCCEEDED, (status.message, got)
-        flat = [ln for replica in got.values() for ln in replica]
-        assert any("rank 0 of 2 sum 3.0" in ln for ln in flat), got
+        flat = succeeded_as_a_gang_of_two(gang, name)
+        assert any("rank 0 of 2 sum 3.0" in ln for ln in flat), flat
         assert scheduled_by(name) == {SCHEDULER}, scheduled_by(name)
     finally:
         gang.delete(name)
@@ -140,14 +145,9 @@ def test_a_gang_mpijob_starts_its_launcher_and_runs_to_succeeded(gang):
         image="mpioperator/openmpi:0.8.0",
     )
     try:
-        pg = admin_json("get", "podgroups.scheduling.x-k8s.io", name)
-        assert pg["spec"]["minMember"] == 2, pg
-        status, events = follow(gang, name, 240)
-        got = lines(events)
-        assert status.state is JobState.SUCCEEDED, (status.message, got)
-        flat = [ln for replica in got.values() for ln in replica]
+        flat = succeeded_as_a_gang_of_two(gang, name)
         for rank in (0, 1):
-            assert any(f"rank {rank} of 2 sum 3" in ln for ln in flat), got
+            assert any(f"rank {rank} of 2 sum 3" in ln for ln in flat), flat
         assert scheduled_by(name) == {SCHEDULER}, scheduled_by(name)
     finally:
         gang.delete(name)
