@@ -232,14 +232,25 @@ ignite_run
 # the same result: without the sampler, data parallelism divides nothing.
 
 # %% solution
-from torch.utils.data import DataLoader, DistributedSampler
+%%distribute --strategy torch-ddp --replicas 2 --wait
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader
 
 data = make_data()
-for ranks in (1, 2):
-    shards = [list(DistributedSampler(data, num_replicas=ranks, rank=r, shuffle=False)) for r in range(ranks)]
-    print(f"{ranks} rank(s) with the sampler: {[len(s) for s in shards]} samples each, "
-          f"{len(DataLoader(data, batch_size=32, sampler=DistributedSampler(data, num_replicas=ranks, rank=0)))} batches")
-print(f"without it: every rank gets all {len(data)} samples, {len(DataLoader(data, batch_size=32))} batches")
+loader = DataLoader(data, batch_size=32, shuffle=False)  # no sampler: every rank gets all of it
+model = DDP(torch.nn.Linear(8, 1))
+loss = fit(model, loader)
+print(f"rank {rank}: {len(loader)} batches per epoch, last loss {loss:.4f}")
+report(loss=loss, checksum=checksum(model), batches=len(loader))
+
+# %% solution
+unsharded = jobs.results(_ddl_job).latest
+for replica, v in sorted(unsharded.items()):
+    print(f"{replica}: {v['batches']:.0f} batches per epoch, loss {v['loss']:.6f}, checksum {v['checksum']:.6f}")
+assert {v["batches"] for v in unsharded.values()} == {16}, unsharded  # all 512 samples each
+assert len({round(v["loss"], 6) for v in unsharded.values()}) == 1, unsharded  # the same batches
+assert len({round(v["checksum"], 6) for v in unsharded.values()}) == 1, unsharded
 
 # %% [markdown] what-we-saw
 # ## What we saw

@@ -110,6 +110,7 @@ else:
     sizes = [1, 2, 4]
     device_kind, channels, global_batch, gpu_flag = "CPU core", 32, 64, ""
 processes = sizes[-1]
+pair = min(processes, 2)  # the exercise compares 1 and 2 processes
 steps, windows = (2, 3) if QUICK == "1" else (8, 5)
 print(f"{cores} CPU cores, {gpus} GPU(s): measuring {sizes} processes, one {device_kind} each; "
       f"global batch {global_batch}, {windows} timed windows of {steps} steps")
@@ -174,7 +175,7 @@ def measure(channels, global_batch, steps, windows, sizes):
                 y = torch.randn(local, 1 if name == "tiny" else 10, device=dev)
                 for window, rate in enumerate(timed_steps(model, x, y, group)):
                     if rank == 0:
-                        report(processes=k, window=window, **{f"{name}_samples_per_s": rate})
+                        report(processes=k, window=window, batch=global_batch, **{f"{name}_samples_per_s": rate})
         dist.barrier()  # the others wait here for this size to finish
 
 
@@ -416,14 +417,27 @@ for grows, how in ((0, "fixed global batch"), (1, "batch per process")):
 # before. The smaller the work per step, the more the fixed communication cost shows.
 
 # %% solution
-# Without running the jobs again: the compute each process has per step, against
-# the all-reduce, which does not depend on the batch.
-model, shape = make_model("cnn", channels)
-per_sample = flops_per_sample(model, shape)
-kib = sum(p.numel() for p in model.parameters()) * 4 / 1024
+%%distribute --strategy torch-ddp --replicas $pair $gpu_flag --env DDL_WORKSHOP_QUICK=$QUICK --wait
+# both global batches in one job, back to back, so that other work on the machine
+# weighs on both alike; a step of 4 images is short: 4 times the steps per window
+measure(channels, global_batch, steps, windows, sizes[:pair])
+measure(channels, 4, steps * 4, windows, sizes[:pair])
+
+# %% solution
+by_batch = {}  # (global batch, processes) -> samples/s of each window
+for _, v in jobs.results(_ddl_job).reports:
+    if "cnn_samples_per_s" in v:
+        by_batch.setdefault((int(v["batch"]), int(v["processes"])), []).append(v["cnn_samples_per_s"])
+compared = {}
 for batch in (global_batch, 4):
-    print(f"global batch {batch:4}: {per_sample * batch / 2 / 1e9:.3f} GFLOP per process per step "
-          f"at 2 processes; {kib:.0f} KiB to all-reduce, whatever the batch")
+    if (batch, 2) in by_batch:
+        one, two = (statistics.median(by_batch[batch, n]) for n in (1, 2))
+        compared[batch] = two / (2 * one)
+        print(f"convolutional network, global batch {batch:4}: efficiency {compared[batch]:4.0%} at 2 processes")
+if compared:
+    assert compared[4] < compared[global_batch], compared
+else:
+    print("one GPU: no 2-process run to compare")
 
 # %% [markdown] summary
 # ## What we measured

@@ -131,7 +131,7 @@ def test_generator_parses_percent_format_with_keys_and_flags():
 
 
 # Values the stored lines take from the kernel ($name), as on a CPU-only machine.
-LINE_VARIABLES = {"processes": "4", "gpu_flag": "", "QUICK": "1"}
+LINE_VARIABLES = {"processes": "4", "pair": "2", "gpu_flag": "", "QUICK": "1"}
 
 
 def _distribute_lines() -> list[tuple[str, str]]:
