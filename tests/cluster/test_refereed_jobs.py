@@ -25,27 +25,37 @@ dist.all_reduce(t)
 print('rank', dist.get_rank(), 'of', dist.get_world_size(), 'sum', t.item(), flush=True)
 """
 # what the operator told each TF worker about itself and its peers, and that worker 1
-# reaches worker 0 at the address TF_CONFIG gives it (worker 0's end ends the TFJob)
+# reaches worker 0 at the address TF_CONFIG gives it. Worker 0's end ends the TFJob, and
+# the operator then deletes the pods still running (cleanPodPolicy Running) with their
+# logs, on a real cluster too. So worker 0 ends a few seconds after worker 1 has printed
+# and hung up: worker 1's pod has ended by then and stays, with its log.
 TF_CONFIG_CELL = """
 import json, os, socket, time
 c = json.loads(os.environ['TF_CONFIG'])
 me, peers = c['task']['index'], c['cluster']['worker']
 host, port = peers[0].rsplit(':', 1)
+line = f"task {c['task']['type']} {me} of {len(peers)}"
 if me == 0:
     s = socket.create_server(('', int(port)))
     s.settimeout(120)
-    s.accept()[0].close()
+    peer = s.accept()[0]
+    peer.settimeout(120)
+    peer.recv(1)  # worker 1 has printed: it closes, or sends, only after its line
+    peer.close()
+    time.sleep(3)  # worker 1 ends meanwhile
+    print(line, flush=True)
 else:
     deadline = time.time() + 120
     while True:
         try:
-            socket.create_connection((host, int(port)), timeout=5).close()
+            conn = socket.create_connection((host, int(port)), timeout=5)
             break
         except OSError:
             if time.time() > deadline:
                 raise
             time.sleep(0.2)
-print('task', c['task']['type'], me, 'of', len(peers), flush=True)
+    print(line, flush=True)
+    conn.close()
 """
 KINDS = {
     # strategy, replicas, the cell, its command (None: the strategy's own), each replica's line

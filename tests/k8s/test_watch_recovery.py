@@ -72,3 +72,30 @@ def test_a_watch_refused_for_a_moment_after_an_api_restart_goes_on(backend, doub
         f"tick {i}" for i in range(12)
     ]
     assert events[-1].kind == EventKind.STATUS and events[-1].status.state == JobState.SUCCEEDED
+
+
+def test_a_pod_deleted_before_its_log_was_opened_leaves_a_line_that_says_so(backend):
+    """An operator deletes a job's running pods when it ends (cleanPodPolicy Running),
+    and the kubelet their logs with them: a replica whose pod went before its follow
+    first opened gets one line saying its lines are lost, not silence."""
+    from jupyter_ddl.backends.kubernetes.multiplex import LogMultiplexer
+
+    got: list[tuple[str, list]] = []
+    done = threading.Event()
+
+    def emit(rid, batch):
+        got.append((rid, list(batch)))
+        return True
+
+    mux = LogMultiplexer(
+        backend.conn, emit, still_running=lambda pod, cid: False, on_done=lambda cid: done.set()
+    )
+    try:
+        mux.follow(f"gone-{uuid.uuid4().hex[:6]}-worker-1", None, "containerd://0", "worker-1")
+        assert done.wait(20), "the follow of a deleted pod never finished"
+    finally:
+        mux.close()
+    assert len(got) == 1, got
+    rid, [(stamp, text)] = got[0]
+    assert rid == "worker-1" and stamp is None
+    assert "was deleted before its log was opened" in text and "its lines went with it" in text

@@ -16,6 +16,7 @@ from typing import Any
 from jupyter_ddl._util import timestamps
 from jupyter_ddl.backends.kubernetes.api_errors import from_api_exception
 from jupyter_ddl.backends.kubernetes.connection import Connection
+from jupyter_ddl.i18n import tr
 
 #: the kubelet's answer for a container that has not started; not an error for us
 NOT_STARTED = ("is waiting to start", "ContainerCreating", "PodInitializing")
@@ -126,10 +127,23 @@ def rotation_gap(
     first, _ = split_timestamp(head)
     if first is None or first <= last:
         return None
-    return (
-        f"jupyter-ddl: lines of pod {pod} written between {timestamps.format_micro(last)} and "
-        f"{timestamps.format_micro(first)} may be lost: its log was rotated while the follow "
-        "was cut, and the kubelet serves only the current file"
+    return tr(
+        "jupyter-ddl: lines of pod {pod} written between {start} and {end} may be lost: its "
+        "log was rotated while the follow was cut, and the kubelet serves only the current file",
+        pod=pod,
+        start=timestamps.format_micro(last),
+        end=timestamps.format_micro(first),
+    )
+
+
+def unread_note(pod: str) -> str:
+    """The line that stands in a replica's log for lines nobody could read: its pod was
+    deleted before its first follow opened."""
+    return tr(
+        "jupyter-ddl: the log of pod {pod} could not be read: the pod was deleted before "
+        "its log was opened (an operator deletes a job's running pods when the job ends), "
+        "and its lines went with it",
+        pod=pod,
     )
 
 

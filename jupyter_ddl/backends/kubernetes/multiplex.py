@@ -187,6 +187,12 @@ class LogMultiplexer:
                 s.pod, self.conn.namespace, **kwargs
             )
         except ApiException as e:
+            if e.status == 404 and s.opens == 1 and not s.delivered:
+                # Deleted before its log was ever read (an operator deletes a job's
+                # running pods at its end, the kubelet the log with them): say so in
+                # the replica's lines rather than show a replica that printed nothing.
+                self.emit(s.rid, [(None, logs.unread_note(s.pod))])
+                return self._finish(s)
             if e.status == 404 or (
                 e.status == 400 and any(m in str(e.body) for m in logs.NOT_STARTED + ("not found",))
             ):
