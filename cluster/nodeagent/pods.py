@@ -116,8 +116,7 @@ class PodRunner:
     ) -> subprocess.Popen[bytes]:
         # the image's Env under the container's own, as the runtime merges them
         own = envs.environment(self.pod, c, self.pod_ip, self._fetch())
-        ref = c.get("image") or ""
-        defined = {**image.image_env(ref), **(pulled.env if pulled else {}), **own}
+        defined = {**image.image_env(c.get("image") or ""), **(pulled.env if pulled else {}), **own}
         argv = envs.command_line(c, defined)
         if not argv:
             raise OSError("the container names no command (images are not run here)")
@@ -125,12 +124,7 @@ class PodRunner:
         if refused:
             raise StartFailed(refused)
         # no workingDir (the stand-in has no image WORKDIR): the pod's own, not the agent's
-        cwd = (
-            c.get("workingDir")
-            or (pulled and pulled.workdir)
-            or (self.sandbox is not None and image.workdir(ref))
-            or str(self._workdir(c["name"]))
-        )
+        cwd = c.get("workingDir") or (pulled and pulled.workdir) or str(self._workdir(c["name"]))
         if self.sandbox is None:
             base = {
                 "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -149,9 +143,8 @@ class PodRunner:
                 cwd,
                 f"{c['name']}-{restart}",
                 {**base, **defined},
-                ref,
-                pulled,
                 c,
+                pulled,
             )
             cwd = None
         writer = crilog.Writer(self.log_path(c["name"], restart))

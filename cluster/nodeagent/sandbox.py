@@ -153,13 +153,13 @@ class Sandbox:
         cwd: str | None,
         tag: str,
         env: dict[str, str],
-        image_ref: str = "",
+        container: dict[str, Any],
         pulled: Pulled | None = None,
-        container: dict[str, Any] | None = None,
     ) -> list[str]:
         """The command line that runs `argv` inside the pod's namespaces, as the user
         the container's securityContext names; ENV is the container's environment (the
         image stand-in's ssh sessions get its PATH)."""
+        image_ref = container.get("image") or ""
         resolv = self.pod_dir(pod) / "resolv.conf"
         if not resolv.exists():
             resolv.write_text(RESOLV_CONF)
@@ -173,7 +173,9 @@ class Sandbox:
         made = image.user_mounts(self.pod_dir(pod), tag, image_ref, path, pythonpath)
         hosts_mount += [[s, t, ro] for s, t, ro in made if t not in own]
         files += [(s, t) for s, t, _ in made]
-        uid, gid, groups = users.identity(pod, container or {}, image.passwd_text(image_ref))
+        if not container.get("workingDir") and not (pulled and pulled.workdir):
+            cwd = image.workdir(image_ref) or cwd  # the stand-in image's WORKDIR
+        uid, gid, groups = users.identity(pod, container, image.passwd_text(image_ref))
         expose = []
         if uid != 0:  # the interpreter standing in for the image's, reachable by that user
             expose = users.exposures(users.interpreter_paths(self.path_prefix, self.pythonpath))
