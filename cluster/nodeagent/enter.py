@@ -2,7 +2,11 @@
 the pod's network namespace and a private mount (and UTS) namespace of its own
 (`ip netns exec NS unshare --mount --uts --propagation private ...`), it sets the pod's
 hostname, makes the container's bind mounts (volumes, the pod's hosts file over
-/etc/hosts), enters the working directory and execs the command, which keeps this pid.
+/etc/hosts), enters the working directory, becomes the container's user (uid, gid and
+supplementary groups from its securityContext, when not root) and execs the command,
+which keeps this pid. For a non-root user, a directory of this machine's that only root
+may enter and that holds the interpreter standing in for the image's (pyenv under
+/root) is replaced by an empty one with the interpreter's tree bound back in.
 
 Standalone (standard library only, no imports from the package) so it runs isolated
 from the container's PYTHONPATH. A mount point missing on this machine is created, and
@@ -64,12 +68,40 @@ def _private_run(targets: list[str], mounted: list[str]) -> None:
     mounted.append("/run")
 
 
+def _expose(pairs: list[list[str]], mounted: list[str]) -> None:
+    """Each [blocked directory, path under it]: the path opened first, an empty world-
+    enterable directory mounted over the blocked one, the path bound back from the
+    opened descriptor."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for top in dict.fromkeys(t for t, _ in pairs):
+        fds = [(os.open(p, os.O_PATH | os.O_DIRECTORY), p) for t, p in pairs if t == top]
+        if libc.mount(b"tmpfs", top.encode(), b"tmpfs", 0, b"mode=755,size=1m") != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"mount tmpfs on {top}: {os.strerror(err)}")
+        mounted.append(top)
+        for fd, path in fds:
+            os.makedirs(path, exist_ok=True)
+            _mount(f"/proc/self/fd/{fd}", path, MS_BIND | MS_REC)
+            os.close(fd)
+
+
+def _become(user: list | None) -> None:  # type: ignore[type-arg]
+    """The container's uid, gid and supplementary groups, as the runtime sets them."""
+    if not user:
+        return
+    uid, gid, groups = user
+    os.setgroups(groups)
+    os.setgid(gid)
+    os.setuid(uid)
+
+
 def main(plan_path: str) -> int:
     with open(plan_path) as f:
         plan = json.load(f)
     if plan.get("hostname"):
         socket.sethostname(plan["hostname"])
     mounted: list[str] = []
+    _expose(plan.get("expose") or [], mounted)
     _private_run([t for _, t, _ in plan.get("mounts") or []], mounted)
     for src, target, read_only in plan.get("mounts") or []:
         if not os.path.exists(src):
@@ -82,6 +114,7 @@ def main(plan_path: str) -> int:
     if plan.get("cwd"):
         ensure(plan["cwd"], False, mounted, plan.get("record"))
         os.chdir(plan["cwd"])
+    _become(plan.get("user"))
     argv = plan["argv"]
     try:
         os.execvp(argv[0], argv)

@@ -116,7 +116,7 @@ class PodRunner:
     ) -> subprocess.Popen[bytes]:
         # the image's Env under the container's own, as the runtime merges them
         own = envs.environment(self.pod, c, self.pod_ip, self._fetch())
-        defined = {**(pulled.env if pulled else {}), **own}
+        defined = {**image.image_env(c.get("image") or ""), **(pulled.env if pulled else {}), **own}
         argv = envs.command_line(c, defined)
         if not argv:
             raise OSError("the container names no command (images are not run here)")
@@ -143,7 +143,7 @@ class PodRunner:
                 cwd,
                 f"{c['name']}-{restart}",
                 {**base, **defined},
-                c.get("image") or "",
+                c,
                 pulled,
             )
             cwd = None

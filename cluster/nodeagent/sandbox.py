@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import hosts, image, unpack, volumes
+from . import hosts, image, unpack, users, volumes
 from .api import Api, ApiError
 from .envs import Fetch
 from .netns import Network
@@ -112,6 +112,7 @@ class Sandbox:
             if isinstance(where, Path):
                 files = volumes.volume_files(vol, pod, pod_ip, fetch, token)
                 volumes.materialize(where, files)
+                users.give_to_fs_group(vol, where, pod)
             sources[vol["name"]] = where
         return sources
 
@@ -152,21 +153,32 @@ class Sandbox:
         cwd: str | None,
         tag: str,
         env: dict[str, str],
-        image_ref: str = "",
+        container: dict[str, Any],
         pulled: Pulled | None = None,
     ) -> list[str]:
-        """The command line that runs `argv` inside the pod's namespaces; ENV is the
-        container's environment (the image stand-in's ssh sessions get its PATH)."""
+        """The command line that runs `argv` inside the pod's namespaces, as the user
+        the container's securityContext names; ENV is the container's environment (the
+        image stand-in's ssh sessions get its PATH)."""
+        image_ref = container.get("image") or ""
         resolv = self.pod_dir(pod) / "resolv.conf"
         if not resolv.exists():
             resolv.write_text(RESOLV_CONF)
         own = {m.target for m in mounts}
         files = [(str(self.hosts_file(pod)), "/etc/hosts"), (str(resolv), "/etc/resolv.conf")]
+        path, pythonpath = env.get("PATH", ""), env.get("PYTHONPATH", "")
         if not image.lacks(image_ref, "/usr/sbin/sshd"):
-            files += image.ssh_mounts(
-                self.pod_dir(pod), env.get("PATH", ""), env.get("PYTHONPATH", "")
-            )
+            files += image.ssh_mounts(self.pod_dir(pod), path, pythonpath, image_ref)
         hosts_mount = [[src, dst, True] for src, dst in files if dst not in own]
+        # the deepspeed runtime stand-in's users and home (read-write)
+        made = image.user_mounts(self.pod_dir(pod), tag, image_ref, path, pythonpath)
+        hosts_mount += [[s, t, ro] for s, t, ro in made if t not in own]
+        files += [(s, t) for s, t, _ in made]
+        if not container.get("workingDir") and not (pulled and pulled.workdir):
+            cwd = image.workdir(image_ref) or cwd  # the stand-in image's WORKDIR
+        uid, gid, groups = users.identity(pod, container, image.passwd_text(image_ref))
+        expose = []
+        if uid != 0:  # the interpreter standing in for the image's, reachable by that user
+            expose = users.exposures(users.interpreter_paths(self.path_prefix, self.pythonpath))
         # the pulled image's own directories first: a volume may be mounted inside one
         found = unpack.mounts(pulled.rootfs) if pulled else []
         targets = [(t, os.path.isfile(s)) for s, t in files] + [
@@ -181,6 +193,8 @@ class Sandbox:
             "record": str(self.record) if self.record else None,
             "cwd": cwd,
             "argv": argv,
+            "user": [uid, gid, groups] if (uid, gid) != (0, 0) else None,
+            "expose": expose,
         }
         path = self.pod_dir(pod) / f"plan-{tag}.json"
         path.write_text(json.dumps(plan))

@@ -28,6 +28,28 @@ def setup_deepspeed(cuda: bool) -> None:
         os.environ.setdefault("DS_ACCELERATOR", "cpu")
 
 
+def mpi_rendezvous(env: dict[str, str]) -> dict[str, str]:
+    """MASTER_ADDR and MASTER_PORT for ranks that mpirun started without them (a TrainJob
+    on an MPI runtime: Trainer's deepspeed runtime names no rendezvous), found as
+    DeepSpeed's own MPI discovery finds them: rank 0's address, sent to every rank over
+    MPI (mpi4py, which the runtime's image ships)."""
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise SystemExit(
+            "jupyter-ddl: ranks started by mpirun have no MASTER_ADDR and no mpi4py to find "
+            "rank 0 with; use an image with mpi4py (Trainer's deepspeed runtime image has it)"
+        ) from None
+    import socket
+
+    comm = MPI.COMM_WORLD
+    mine = None
+    if comm.Get_rank() == 0:
+        mine = socket.gethostbyname(socket.gethostname())
+    addr = comm.bcast(mine, root=0)
+    return {"MASTER_ADDR": str(addr), "MASTER_PORT": env.get("MASTER_PORT") or "29500"}
+
+
 def accepts(fn: Any, name: str) -> bool:
     """Does ``fn`` take a keyword ``name``? (``device_id`` came with torch 2.3.)"""
     try:
@@ -68,6 +90,10 @@ def setup_torch(
         torch.cuda.set_device(device)  # before any collective: NCCL uses the current device
     else:
         device = torch.device("cpu")
+    if "OMPI_COMM_WORLD_RANK" in env and "MASTER_ADDR" not in env:
+        found = mpi_rendezvous(env)
+        env.update(found)
+        os.environ.update(found)
     distributed = "MASTER_ADDR" in env and "RANK" in env
     if distributed and not dist.is_initialized() and not self_init:
         dist.init_process_group(backend, **init_kwargs(dist.init_process_group, backend, device))
