@@ -26,6 +26,7 @@ from typing import Any
 from jupyter_ddl._util import diskfull
 from jupyter_ddl._util.atomic import write_atomic
 from jupyter_ddl.core.names import is_dns1123_label, is_env_name
+from jupyter_ddl.core.placement import GANG_PODGROUP_MAKERS
 from jupyter_ddl.core.strategies import FRAMEWORKS
 from jupyter_ddl.core.trainer import RELEASES, release_named
 from jupyter_ddl.errors import ResourceError, ValidationError
@@ -73,6 +74,10 @@ class Config:
     # Kubeflow Trainer release a TrainJob is written for (v2.0.0 ... v2.3.0); None: found
     # on the cluster at submit, the newest supported in a dry run
     trainer_release: str | None = None
+    # Who makes a --gang job's PodGroup: "client" (we do: the operators' shipped
+    # deployments pass no gang flag) or "operator" (the cluster's operators run with
+    # --gang-scheduler-name / --gang-scheduling and make it themselves)
+    gang_podgroup: str = "client"
     # The local backend: most processes one job may start (None: 4 x CPU cores), the
     # kernel variables replicas get besides the base set, seconds without output or
     # CPU before a job is noted as stalled (0: never), and how long a replica that
@@ -205,6 +210,15 @@ def _known_backend(key: str, value: str) -> None:
         )
 
 
+def _gang_podgroup(key: str, value: str) -> None:
+    if value not in GANG_PODGROUP_MAKERS:
+        raise _problem(
+            key,
+            f"{value!r} is not who makes PodGroups ({', '.join(GANG_PODGROUP_MAKERS)})",
+            "operator",
+        )
+
+
 def _trainer_release(key: str, value: str) -> None:
     try:
         release_named(value)
@@ -300,6 +314,7 @@ _RULES: dict[str, _Rule] = {
     "teardown_timeout": _Rule("float", low=1, cap=86400, example="600"),
     "local_warm_seconds": _Rule("float", low=0, cap=7 * 86400, example="1800"),
     "trainer_release": _Rule("text", optional=True, example="v2.1.0", extra=_trainer_release),
+    "gang_podgroup": _Rule("text", example="operator", extra=_gang_podgroup),
     "language": _Rule("text", optional=True, example="ko", extra=_language),
 }
 assert set(_RULES) == {f.name for f in fields(Config)}, "every config key needs a rule"

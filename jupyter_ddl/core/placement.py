@@ -19,6 +19,11 @@ class Resources:
     tpu_resource: str = "google.com/tpu"
 
 
+#: who makes a gang job's PodGroup: we do ("client", the default: the operators' shipped
+#: deployments pass no gang flag), or the operators started with theirs ("operator")
+GANG_PODGROUP_MAKERS = ("client", "operator")
+
+
 @dataclass
 class GangScheduling:
     """Start all replicas together or none (Volcano or the scheduler plugins)."""

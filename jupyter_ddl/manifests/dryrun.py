@@ -24,6 +24,7 @@ from jupyter_ddl.manifests import (
     build_manifests,
     common,
     configmap_name,
+    podgroup,
     secret_name,
 )
 from jupyter_ddl.models import CodeBundle, JobSpec
@@ -44,7 +45,7 @@ def render_yaml(
     valid (``validation.validate``).
     """
     config = config or Config()
-    spec = for_trainer_release(spec, config.trainer_release)
+    spec = podgroup.made_by(for_trainer_release(spec, config.trainer_release), config.gang_podgroup)
     plan = image or plan_image(spec, bundle, config)
     image_ref, shipping, configmap = _shipping(spec, plan, config)
     entry = bundle.entrypoint if bundle else "main.py"

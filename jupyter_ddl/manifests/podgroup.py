@@ -9,6 +9,7 @@ to the operator and only write ``runPolicy.schedulingPolicy``.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from decimal import Decimal
 from typing import Any
@@ -21,6 +22,16 @@ _SUFFIX: dict[str, int | Decimal] = {
     "P": 10**15, "E": 10**18, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40,
     "Pi": 2**50, "Ei": 2**60,
 }  # fmt: skip
+
+
+def made_by(spec: JobSpec, maker: str) -> JobSpec:
+    """``spec`` with config key ``gang_podgroup`` (who makes its PodGroup) applied: a
+    job's own ``backend_options["gang_podgroup"]`` wins; only a gang job takes it."""
+    if spec.gang is None or maker == "client" or "gang_podgroup" in spec.backend_options:
+        return spec
+    return dataclasses.replace(
+        spec, backend_options={**spec.backend_options, "gang_podgroup": maker}
+    )
 
 
 def needs_podgroup(spec: JobSpec) -> bool:

@@ -454,3 +454,36 @@ def test_mpirun_forwards_every_variable_by_name(target):
     pairs = {argv[i + 1] for i, a in enumerate(argv) if a == "-x"}
     names = {"WANDB_PROJECT", "WANDB_API_KEY", "JUPYTER_DDL_STRATEGY", "JUPYTER_DDL_JOB"}
     assert names <= pairs and "x" not in argv and not any("=x" in a for a in argv)
+
+
+def test_config_gang_podgroup_operator_leaves_the_podgroup_to_the_operator():
+    """With the operators started with their gang flags, the dry run (and a submit)
+    writes no PodGroup and no scheduler name: only runPolicy.schedulingPolicy."""
+    import yaml
+
+    from jupyter_ddl.config import Config
+    from jupyter_ddl.core.placement import GangScheduling
+    from jupyter_ddl.manifests.dryrun import render_yaml
+
+    spec = JobSpec(name="g", strategy="horovod", replicas={"Worker": 2},
+                   gang=GangScheduling(scheduler="scheduler-plugins"))  # fmt: skip
+    ours = [d for d in yaml.safe_load_all(render_yaml(spec, config=Config())) if d]
+    theirs = [
+        d
+        for d in yaml.safe_load_all(render_yaml(spec, config=Config(gang_podgroup="operator")))
+        if d
+    ]
+    assert "PodGroup" in [d["kind"] for d in ours]
+    assert [d["kind"] for d in theirs] == ["MPIJob"], [d["kind"] for d in theirs]
+    job = theirs[-1]
+    assert job["spec"]["runPolicy"]["schedulingPolicy"]["minAvailable"] == 2
+    for replica in job["spec"]["mpiReplicaSpecs"].values():
+        assert "schedulerName" not in replica["template"]["spec"]
+    # a job's own option wins over the config
+    mine = replace(spec, backend_options={"gang_podgroup": "client"})
+    kinds = [
+        d["kind"]
+        for d in yaml.safe_load_all(render_yaml(mine, config=Config(gang_podgroup="operator")))
+        if d
+    ]
+    assert "PodGroup" in kinds

@@ -205,6 +205,7 @@ def submit(
     earlier submit learnt, and a pool to run the checks side by side (``checkcache``)."""
     home = conn  # where the notebook runs
     spec = dataclasses.replace(spec, namespace=spec.namespace or conn.namespace)
+    spec = podgroup.made_by(spec, cfg.gang_podgroup)
     conn = conn.at(spec.namespace)
 
     # -- checks: nothing is written before all of them pass; independent ones run side
