@@ -80,6 +80,9 @@ class Pulled:
     digest: str  # the image manifest's
     rootfs: Path
     config: dict[str, Any] = field(default_factory=dict)  # the image config's `config`
+    # `host/repo@sha256:...` of what the reference resolved to (an index's own digest
+    # for a multi-platform image), as containerd reports an image it pulled
+    repo_digest: str = ""
 
     @property
     def env(self) -> dict[str, str]:
@@ -213,17 +216,18 @@ class Puller:
 
     def cached(self, image: str) -> Pulled | None:
         try:
-            return self._image(self._ref_file(image).read_text().strip())
+            digest, _, repo_digest = self._ref_file(image).read_text().strip().partition("\n")
         except OSError:
             return None
+        return self._image(digest, repo_digest)
 
-    def _image(self, digest: str) -> Pulled | None:
+    def _image(self, digest: str, repo_digest: str = "") -> Pulled | None:
         d = self.root / "images" / digest.replace(":", "-")
         try:
             config = json.loads((d / "config.json").read_text())
         except (OSError, ValueError):
             return None
-        return Pulled(digest, d / "rootfs", config.get("config") or {})
+        return Pulled(digest, d / "rootfs", config.get("config") or {}, repo_digest)
 
     def ensure(self, container: dict[str, Any]) -> Pulled | None:
         """The container's image, pulled as its policy says; None when its registry is
@@ -255,6 +259,7 @@ class Puller:
         data, mtype = reg.small("manifests", ref.digest or str(ref.tag), MANIFESTS)
         digest = ref.digest or f"sha256:{hashlib.sha256(data).hexdigest()}"
         _check(data, digest, "manifest")
+        repo_digest = f"{ref.host}/{ref.repo}@{digest}"
         manifest = json.loads(data)
         if mtype in INDEXES or manifest.get("manifests"):
             picked = [
@@ -274,8 +279,8 @@ class Puller:
             have = self._image(digest) or self._lay_out(reg, digest, manifest)
         refs = self._ref_file(image)
         refs.parent.mkdir(parents=True, exist_ok=True)
-        refs.write_text(digest)
-        return have
+        refs.write_text(f"{digest}\n{repo_digest}")
+        return Pulled(have.digest, have.rootfs, have.config, repo_digest)
 
     def _lay_out(self, reg: Registry, digest: str, manifest: dict[str, Any]) -> Pulled:
         blobs = self.root / "blobs"

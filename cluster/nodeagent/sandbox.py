@@ -3,8 +3,11 @@
 (hosts.py), and for each container a plan that enter.py carries out in the container's
 own mount namespace. The container's PATH starts with the tier's interpreter (the stand-in
 for an image: `python` and `torchrun` in a pod are the project's, with torch and
-jupyter_ddl). An image on a registry the tier is told about is pulled (pull.py) and the
-directories it adds are bind-mounted read-only into the container.
+jupyter_ddl). An image on a registry the tier is told about is pulled (pull.py); the
+directories it adds are shown in the container as overlays: the unpacked image below,
+read-only, and a writable layer of the container's own above (under the pod's directory,
+gone with the pod), as a container runtime gives each container its own writable layer.
+The image store itself is read-only in every container's mount namespace.
 """
 
 from __future__ import annotations
@@ -168,16 +171,21 @@ class Sandbox:
             )
         hosts_mount = [[src, dst, True] for src, dst in files if dst not in own]
         # the pulled image's own directories first: a volume may be mounted inside one
+        # (its mount point is made in the container's writable layer)
         found = unpack.mounts(pulled.rootfs) if pulled else []
-        targets = [(t, os.path.isfile(s)) for s, t in files] + [
-            (m.target, os.path.isfile(m.source)) for m in mounts
+        own_layer = self.pod_dir(pod) / "layers" / tag
+        overlays = [
+            [src, str(own_layer / str(i) / "upper"), str(own_layer / str(i) / "work"), target]
+            for i, (src, target) in enumerate(found)
         ]
-        unpack.mount_points(found, targets)
-        layers = [[s, t, True] for s, t in found]
+        store = (
+            [[str(self.puller.root), str(self.puller.root), True]] if pulled and self.puller else []
+        )
         plan = {
             # a pod on the host network keeps the machine's hostname, as the kubelet does
             "hostname": None if pod["spec"].get("hostNetwork") else hosts.hostname(pod),
-            "mounts": layers + hosts_mount + [[m.source, m.target, m.read_only] for m in mounts],
+            "overlays": overlays,
+            "mounts": hosts_mount + [[m.source, m.target, m.read_only] for m in mounts] + store,
             "record": str(self.record) if self.record else None,
             "cwd": cwd,
             "argv": argv,

@@ -183,19 +183,3 @@ def mounts(
 
     walk("")
     return out
-
-
-def mount_points(found: list[tuple[str, str]], targets: list[tuple[str, bool]]) -> None:
-    """Make, inside the image's directories FOUND (read-only in the container), the
-    mount points of the container's volumes that lie under them (TARGETS: container
-    path, is a file), as a runtime makes them in a container's rootfs: empty entries."""
-    for src, top in found:
-        for target, is_file in targets:
-            if target == top or not target.startswith(top.rstrip("/") + "/"):
-                continue
-            where = Path(src) / target[len(top) :].lstrip("/")
-            where.parent.mkdir(parents=True, exist_ok=True)
-            if is_file:
-                where.touch(exist_ok=True)
-            else:
-                where.mkdir(exist_ok=True)
