@@ -311,6 +311,9 @@ class PodRunner:
             lambda: probes.past(p.pid, str(ENTER)) if self.sandbox is not None else True,
         )  # fmt: skip
         with self.lock:
+            # a restarted container's lastState is how the one before it ended
+            if "terminated" in table[name]["state"]:
+                table[name] = {**table[name], "lastState": table[name]["state"]}
             table[name] = {
                 **table[name],
                 "restartCount": restart,

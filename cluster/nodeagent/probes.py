@@ -135,6 +135,7 @@ def run_exec(
     argv: list[str], env: Mapping[str, str], cwd: str | None, pid: int | None, timeout: float
 ) -> tuple[Result, str]:
     """ARGV in the container whose main process is PID (None: on this machine, in CWD)."""
+    shown = argv[0]
     if pid is not None:
         argv = ["nsenter", "-t", str(pid), "-m", "-n", "-u", "--wd", "--", *argv]
         cwd = None
@@ -157,7 +158,7 @@ def run_exec(
         p.communicate()
         return False, f"command timed out after {timeout:g}s"
     text = out[:MAX_OUTPUT].decode(errors="replace")
-    return p.returncode == 0, text
+    return p.returncode == 0, text or f"{shown}: exit code {p.returncode}"
 
 
 def run_tcp(host: str, port: int, timeout: float) -> tuple[Result, str]:
