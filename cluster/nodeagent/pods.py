@@ -285,7 +285,7 @@ class PodRunner:
         name = c["name"]
         cid = f"process://{self.uid}-{name}-{restart}"
         try:
-            pulled = self.sandbox.pull(c) if self.sandbox is not None else None
+            pulled = self.sandbox.pull(c, self.pod) if self.sandbox is not None else None
         except PullFailed as e:
             self._pull_failed(c, table, e)
             return None

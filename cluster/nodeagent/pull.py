@@ -32,11 +32,13 @@ import shutil
 import ssl
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import auth
 from .unpack import UnpackError, unpack
 
 MANIFESTS = (
@@ -146,20 +148,55 @@ def _words(e: urllib.error.HTTPError) -> str:
 
 
 class Registry:
-    def __init__(self, base: str, ref: Ref) -> None:
-        self.base, self.ref = base, ref
+    def __init__(self, base: str, ref: Ref, cred: auth.Credential | None = None) -> None:
+        self.base, self.ref, self.cred = base, ref, cred
         self.context = ssl.create_default_context() if base.startswith("https") else None
+        self.authorization: str | None = None  # once a 401 has been answered
 
     def open(self, kind: str, what: str, accept: tuple[str, ...] = ()) -> Any:
         url = f"{self.base}/v2/{self.ref.repo}/{kind}/{what}"
-        req = urllib.request.Request(url, headers={"Accept": ", ".join(accept)} if accept else {})
+        for attempt in (0, 1):
+            headers = {"Accept": ", ".join(accept)} if accept else {}
+            if self.authorization:
+                headers["Authorization"] = self.authorization
+            req = urllib.request.Request(url, headers=headers)
+            try:
+                return urllib.request.urlopen(req, timeout=TIMEOUT, context=self.context)
+            except urllib.error.HTTPError as e:
+                if e.code != 401 or attempt or not self._login(e.headers.get("WWW-Authenticate")):
+                    raise PullFailed("ErrImagePull", f"GET {url}: {_words(e)}") from None
+            except (urllib.error.URLError, OSError) as e:
+                reason = getattr(e, "reason", e)
+                raise PullFailed("ErrImagePull", f"GET {url}: {reason}") from None
+        raise AssertionError("unreachable")
+
+    def _login(self, header: str | None) -> bool:
+        """Answer the registry's challenge; False when there is nothing to answer with."""
+        scheme, params = auth.challenge(header or "")
+        if scheme == "basic" and self.cred:
+            self.authorization = auth.basic(self.cred)
+            return True
+        if scheme != "bearer" or not params.get("realm"):
+            return False
+        query = {k: params[k] for k in ("service", "scope") if params.get(k)}
+        if "scope" not in query:
+            query["scope"] = f"repository:{self.ref.repo}:pull"
+        url = params["realm"] + "?" + urllib.parse.urlencode(query)
+        headers = {"Authorization": auth.basic(self.cred)} if self.cred else {}
         try:
-            return urllib.request.urlopen(req, timeout=TIMEOUT, context=self.context)
+            with urllib.request.urlopen(
+                urllib.request.Request(url, headers=headers), timeout=TIMEOUT
+            ) as r:
+                body = json.loads(r.read(MAX_MANIFEST))
         except urllib.error.HTTPError as e:
-            raise PullFailed("ErrImagePull", f"GET {url}: {_words(e)}") from None
-        except (urllib.error.URLError, OSError) as e:
-            reason = getattr(e, "reason", e)
-            raise PullFailed("ErrImagePull", f"GET {url}: {reason}") from None
+            raise PullFailed(
+                "ErrImagePull", f"failed to fetch token from {url}: {_words(e)}"
+            ) from None
+        except (urllib.error.URLError, OSError, ValueError) as e:
+            raise PullFailed("ErrImagePull", f"failed to fetch token from {url}: {e}") from None
+        token = body.get("token") or body.get("access_token")
+        self.authorization = f"Bearer {token}" if token else None
+        return bool(token)
 
     def small(self, kind: str, what: str, accept: tuple[str, ...] = ()) -> tuple[bytes, str]:
         with self.open(kind, what, accept) as r:
@@ -229,9 +266,13 @@ class Puller:
             return None
         return Pulled(digest, d / "rootfs", config.get("config") or {}, repo_digest)
 
-    def ensure(self, container: dict[str, Any]) -> Pulled | None:
+    def ensure(
+        self, container: dict[str, Any], ring: list[tuple[str, auth.Credential]] | None = None
+    ) -> Pulled | None:
         """The container's image, pulled as its policy says; None when its registry is
-        not one the tier knows (the stand-in runs it). Raises PullFailed."""
+        not one the tier knows (the stand-in runs it). RING: the pod's pull secrets
+        (auth.keyring); without a matching credential the pull is anonymous, else each
+        one that matches is tried in turn, as the kubelet does. Raises PullFailed."""
         image = str(container.get("image") or "")
         found = self.reference(image)
         if found is None:
@@ -247,15 +288,18 @@ class Puller:
                     "ErrImageNeverPull",
                     f'Container image "{image}" is not present with pull policy of Never',
                 )
-            try:
-                return self._pull(image, ref, base)
-            except PullFailed as e:
-                raise PullFailed(
-                    e.reason, f'failed to pull and unpack image "{image}": {e.message}'
-                ) from None
+            creds: list[auth.Credential | None] = list(auth.lookup(ring or [], image)) or [None]
+            for cred in creds:
+                try:
+                    return self._pull(image, ref, base, cred)
+                except PullFailed as e:
+                    failed = e
+            raise PullFailed(
+                failed.reason, f'failed to pull and unpack image "{image}": {failed.message}'
+            )
 
-    def _pull(self, image: str, ref: Ref, base: str) -> Pulled:
-        reg = Registry(base, ref)
+    def _pull(self, image: str, ref: Ref, base: str, cred: auth.Credential | None) -> Pulled:
+        reg = Registry(base, ref, cred)
         data, mtype = reg.small("manifests", ref.digest or str(ref.tag), MANIFESTS)
         digest = ref.digest or f"sha256:{hashlib.sha256(data).hexdigest()}"
         _check(data, digest, "manifest")

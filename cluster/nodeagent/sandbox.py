@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import hosts, image, unpack, volumes
+from . import auth, hosts, image, unpack, volumes
 from .api import Api, ApiError
 from .envs import Fetch
 from .netns import Network
@@ -118,9 +118,13 @@ class Sandbox:
             sources[vol["name"]] = where
         return sources
 
-    def pull(self, container: dict[str, Any]) -> Pulled | None:
-        """The container's pulled image; None: the stand-in runs it. Raises PullFailed."""
-        return self.puller.ensure(container) if self.puller is not None else None
+    def pull(self, container: dict[str, Any], pod: dict[str, Any]) -> Pulled | None:
+        """The container's image, with the pod's pull secrets; None: the stand-in runs
+        it. Raises PullFailed."""
+        if self.puller is None or self.puller.reference(str(container.get("image") or "")) is None:
+            return None
+        ring = auth.keyring(pod, self.fetcher(pod["metadata"]["namespace"]))
+        return self.puller.ensure(container, ring)
 
     def hosts_file(self, pod: dict[str, Any]) -> Path:
         return self.pod_dir(pod) / "hosts"
