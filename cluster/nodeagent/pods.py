@@ -318,7 +318,7 @@ class PodRunner:
                 **table[name],
                 "restartCount": restart,
                 "containerID": cid,
-                "imageID": image_id(c.get("image") or "", pulled and pulled.repo_digest),
+                "imageID": image_id(c.get("image") or "", pulled.repo_digest if pulled else None),
                 "ready": prober.ready,
                 "started": prober.started,
                 "state": {"running": {"startedAt": started}},

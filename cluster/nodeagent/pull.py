@@ -8,8 +8,10 @@ for `http://HOST` lines and for loopback hosts, as containerd allows them; HTTPS
 this machine's CAs otherwise), each checked against its sha256 digest, cached under
 the agent's image directory, and laid out in order with their whiteouts (unpack.py).
 A container then sees the directories the image adds that this machine lacks (the
-code directory an appended layer holds, for one), bind-mounted read-only from that
-rootfs, its image's WorkingDir and Env (but PATH, which stays the stand-in's).
+code directory an appended layer holds, for one) as overlays of that rootfs with a
+writable layer of its own (sandbox.py, enter.py), its image's WorkingDir and Env (but
+PATH, which stays the stand-in's). A registry that asks for a login is answered with
+the pod's pull secrets (auth.py).
 
 What stands in: the base image's OS. Its files under directories this machine has
 (`/usr`, `/etc`, ...) are not shown; the machine's own programs and the tier's

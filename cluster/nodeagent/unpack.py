@@ -9,7 +9,7 @@ whiteout never removes a file of its own layer. Paths are kept inside the root
 (tarfile's `tar` filter: no absolute names, nothing through a link out of the root);
 device nodes and fifos are skipped (a container here uses this machine's /dev).
 
-`mounts` chooses what to bind into a container: every directory of the image that this
+`mounts` chooses what a container is shown (as an overlay: sandbox.py): every directory of the image that this
 machine lacks (or holds only as an empty directory: a mount point an earlier pod left),
 taken whole. Files the image adds under a directory this machine has (`/etc/os-release`,
 `/usr/bin/...`) are the base image's OS and are not shown: there the machine's own
