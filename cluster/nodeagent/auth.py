@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import fnmatch
+import hashlib
 import json
 import re
 from collections.abc import Callable
@@ -96,6 +97,11 @@ def _matches(key: str, image: str) -> bool:
 def lookup(ring: list[tuple[str, Credential]], image: str) -> list[Credential]:
     """Every credential whose key matches IMAGE (host/repo...), in the order to try."""
     return [cred for key, cred in ring if _matches(key, image.split("@")[0])]
+
+
+def digest(cred: Credential) -> str:
+    """What identifies a login in the node's records of pulls, not the login itself."""
+    return hashlib.sha256(f"{cred[0]}\0{cred[1]}".encode()).hexdigest()
 
 
 def basic(cred: Credential) -> str:

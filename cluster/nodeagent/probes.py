@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import shutil
 import signal
 import socket
 import ssl
@@ -137,7 +138,17 @@ def run_exec(
     """ARGV in the container whose main process is PID (None: on this machine, in CWD)."""
     shown = argv[0]
     if pid is not None:
-        argv = ["nsenter", "-t", str(pid), "-m", "-n", "-u", "--wd", "--", *argv]
+        argv = [
+            shutil.which("nsenter") or "nsenter",
+            "-t",
+            str(pid),
+            "-m",
+            "-n",
+            "-u",
+            "--wd",
+            "--",
+            *argv,
+        ]
         cwd = None
     try:
         p = subprocess.Popen(

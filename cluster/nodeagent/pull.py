@@ -274,31 +274,64 @@ class Puller:
         """The container's image, pulled as its policy says; None when its registry is
         not one the tier knows (the stand-in runs it). RING: the pod's pull secrets
         (auth.keyring); without a matching credential the pull is anonymous, else each
-        one that matches is tried in turn, as the kubelet does. Raises PullFailed."""
+        one that matches is tried in turn, as the kubelet does. A cached image pulled
+        with a login serves only a pod holding that login; another pod pulls (the
+        kubelet's KubeletEnsureSecretPulledImages, beta and on since 1.35, under its
+        default NeverVerifyPreloadedImages: images/pullmanager/image_pull_manager.go).
+        Raises PullFailed."""
         image = str(container.get("image") or "")
         found = self.reference(image)
         if found is None:
             return None
         ref, base = found
         policy = policy_of(container, ref)
+        creds: list[auth.Credential | None] = list(auth.lookup(ring or [], image)) or [None]
         with self._lock(image):
             have = self.cached(image)
-            if have is not None and policy != "Always":
+            if have is not None and policy != "Always" and self._may_use(have, ref, creds):
                 return have
             if policy == "Never":
                 raise PullFailed(
                     "ErrImageNeverPull",
                     f'Container image "{image}" is not present with pull policy of Never',
                 )
-            creds: list[auth.Credential | None] = list(auth.lookup(ring or [], image)) or [None]
             for cred in creds:
                 try:
-                    return self._pull(image, ref, base, cred)
+                    got = self._pull(image, ref, base, cred)
                 except PullFailed as e:
                     failed = e
+                    continue
+                self._pulled_with(got, ref, cred)
+                return got
             raise PullFailed(
                 failed.reason, f'failed to pull and unpack image "{image}": {failed.message}'
             )
+
+    def _logins(self, pulled: Pulled) -> Path:
+        return pulled.rootfs.with_name("pulled-with.json")
+
+    def _may_use(self, pulled: Pulled, ref: Ref, creds: list[auth.Credential | None]) -> bool:
+        """Whether a pod with CREDS may run the cached image: it was pulled without a
+        login, or with one of them (compared by digest, never stored in clear)."""
+        try:
+            used = json.loads(self._logins(pulled).read_text()).get(f"{ref.host}/{ref.repo}")
+        except (OSError, ValueError):
+            return True  # pulled before logins were recorded: as preloaded
+        if used is None or "anonymous" in used:
+            return used is not None
+        return any(c is not None and auth.digest(c) in used for c in creds)
+
+    def _pulled_with(self, pulled: Pulled, ref: Ref, cred: auth.Credential | None) -> None:
+        path = self._logins(pulled)
+        try:
+            known = json.loads(path.read_text())
+        except (OSError, ValueError):
+            known = {}
+        used = known.setdefault(f"{ref.host}/{ref.repo}", [])
+        mark = "anonymous" if cred is None else auth.digest(cred)
+        if mark not in used:
+            used.append(mark)
+        path.write_text(json.dumps(known))
 
     def _pull(self, image: str, ref: Ref, base: str, cred: auth.Credential | None) -> Pulled:
         reg = Registry(base, ref, cred)

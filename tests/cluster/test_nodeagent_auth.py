@@ -95,3 +95,10 @@ def test_a_registry_that_asks_for_a_login_is_pulled_with_the_pods_secret(tmp_pat
     got = puller.ensure({"image": image}, ring)
     assert got is not None and (got.rootfs / "etc" / "base-release").read_text() == "base\n"
     assert got.repo_digest.startswith(f"{guarded.host}/team/private@sha256:")
+    # the cached image serves a pod holding that login without asking the registry...
+    mark = guarded.mark()
+    assert puller.ensure({"image": image}, auth.keyring(_pod("right"), lambda k, n: right)) == got
+    assert guarded.access_lines(mark) == []
+    # ...but a pod without it must pull, and is refused, as a 1.36 kubelet verifies
+    with pytest.raises(PullFailed, match="401"):
+        puller.ensure({"image": image})
