@@ -316,7 +316,7 @@ class Prober:
         if ok:
             return False
         what = "startup" if kind == "startupProbe" else "liveness"
-        self._say(kind, message)
+        self._say(kind, f"{message}; Container {name} failed {what} probe, will be restarted")
         grace = self.probes[kind].get("terminationGracePeriodSeconds")
         if grace is None:
             grace = self.pod.get("spec", {}).get("terminationGracePeriodSeconds", 30)
