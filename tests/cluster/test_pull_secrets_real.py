@@ -120,7 +120,7 @@ def test_a_private_image_is_pulled_with_the_pods_pull_secret(tier, registry, tmp
         assert "401" in said and image in said, said
         # a second pod of the image sees it as pulled, not as the first one left it
         again = create(
-            MANIFEST.split("---")[2]
+            MANIFEST.split("---")[1]
             .format(n=n, image=image, top=top)
             .replace(f"{n}-with,", f"{n}-again,")
         )
