@@ -1,12 +1,15 @@
 """The last step before a container's command: run as `python3 -I -S enter.py PLAN` inside
 the pod's network namespace and a private mount (and UTS) namespace of its own
 (`ip netns exec NS unshare --mount --uts --propagation private ...`), it sets the pod's
-hostname, makes the container's bind mounts (volumes, the pod's hosts file over
-/etc/hosts), enters the working directory, becomes the container's user (uid, gid and
-supplementary groups from its securityContext, when not root) and execs the command,
-which keeps this pid. For a non-root user, a directory of this machine's that only root
-may enter and that holds the interpreter standing in for the image's (pyenv under
-/root) is replaced by an empty one with the interpreter's tree bound back in.
+hostname, lays a pulled image's directories out as overlays (the image's files below,
+a writable layer of this container's own above: what it writes there no other
+container sees, and the image's files stay as pulled), makes the container's bind
+mounts (volumes, the pod's hosts file over /etc/hosts), enters the working directory,
+becomes the container's user (uid, gid and supplementary groups from its
+securityContext, when not root) and execs the command, which keeps this pid. For a
+non-root user, a directory of this machine's that only root may enter and that holds
+the interpreter standing in for the image's (pyenv under /root) is replaced by an
+empty one with the interpreter's tree bound back in.
 
 Standalone (standard library only, no imports from the package) so it runs isolated
 from the container's PYTHONPATH. A mount point missing on this machine is created, and
@@ -25,12 +28,25 @@ import sys
 MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC = 1, 32, 4096, 16384
 
 
-def _mount(src: str | None, target: str, flags: int) -> None:
+def _mount(
+    src: str | None, target: str, flags: int, fstype: str | None = None, data: str | None = None
+) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     s = None if src is None else src.encode()
-    if libc.mount(s, target.encode(), None, flags, None) != 0:
+    t = None if fstype is None else fstype.encode()
+    d = None if data is None else data.encode()
+    if libc.mount(s, target.encode(), t, flags, d) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"mount {src} on {target}: {os.strerror(err)}")
+
+
+def overlay(lower: str, upper: str, work: str, target: str) -> None:
+    """TARGET shows LOWER (read-only to it) under UPPER, where its writes go."""
+    for d in (upper, work):
+        os.makedirs(d, exist_ok=True)
+    if any("," in p or ":" in p for p in (lower, upper, work)):
+        raise OSError(f"an overlay's directories cannot hold ',' or ':': {lower}")
+    _mount("overlay", target, 0, "overlay", f"lowerdir={lower},upperdir={upper},workdir={work}")
 
 
 def _under(path: str, parent: str) -> bool:
@@ -102,7 +118,12 @@ def main(plan_path: str) -> int:
         socket.sethostname(plan["hostname"])
     mounted: list[str] = []
     _expose(plan.get("expose") or [], mounted)
-    _private_run([t for _, t, _ in plan.get("mounts") or []], mounted)
+    overlays = plan.get("overlays") or []
+    _private_run([t for _, t, _ in plan.get("mounts") or []] + [o[3] for o in overlays], mounted)
+    for lower, upper, work, target in overlays:
+        ensure(target, False, mounted, plan.get("record"))
+        overlay(lower, upper, work, target)
+        mounted.append(target)
     for src, target, read_only in plan.get("mounts") or []:
         if not os.path.exists(src):
             os.makedirs(src, exist_ok=True)  # a subPath of a directory volume

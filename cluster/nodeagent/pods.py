@@ -4,7 +4,8 @@ once, then 10 s doubling up to 5 min); reports the pod's status as the kubelet d
 An image on a registry the tier is told about is pulled first (pull.py: ErrImagePull,
 ImagePullBackOff); the container's command runs on this machine, inside the pod's
 sandbox (its network namespace, volumes and hosts file: sandbox.py) when the agent
-gives it one.
+gives it one. Its probes (probes.py) set its `started` and `ready`; a liveness or
+startup failure ends it and the restart policy decides.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import crilog, envs, image, volumes
+from . import crilog, envs, image, probes, volumes
 from .backoff import Backoff
 from .envs import ConfigError
 from .pull import Pulled, PullFailed, backoff_message
-from .sandbox import Sandbox
-from .statuses import now, pod_phase, terminated, waiting
+from .sandbox import ENTER, Sandbox
+from .statuses import image_id, now, pod_phase, pod_status, terminated, waiting
 
 __all__ = ["PIDDIR", "PodRunner", "StartFailed", "now", "pod_phase"]
 
@@ -113,7 +114,8 @@ class PodRunner:
 
     def _exec(
         self, c: dict[str, Any], restart: int, pulled: Pulled | None = None
-    ) -> subprocess.Popen[bytes]:
+    ) -> tuple[subprocess.Popen[bytes], dict[str, str], str | None]:
+        """The container's process, its environment and (without a sandbox) its cwd."""
         # the image's Env under the container's own, as the runtime merges them
         own = envs.environment(self.pod, c, self.pod_ip, self._fetch())
         defined = {**image.image_env(c.get("image") or ""), **(pulled.env if pulled else {}), **own}
@@ -125,6 +127,7 @@ class PodRunner:
             raise StartFailed(refused)
         # no workingDir (the stand-in has no image WORKDIR): the pod's own, not the agent's
         cwd = c.get("workingDir") or (pulled and pulled.workdir) or str(self._workdir(c["name"]))
+        run_cwd: str | None = cwd
         if self.sandbox is None:
             base = {
                 "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -163,17 +166,19 @@ class PodRunner:
         if PIDDIR is not None:
             # `scripts/cluster down` stops what is listed here even if the agent died first
             (PIDDIR / str(p.pid)).write_text(self.uid)
-        return p
+        return p, {**base, **defined}, run_cwd
 
     def _run(self) -> None:
         spec = self.pod["spec"]
         for c in spec.get("initContainers") or []:
-            self.init_statuses[c["name"]] = waiting(c["name"], "PodInitializing")
+            self.init_statuses[c["name"]] = waiting(
+                c["name"], "PodInitializing", c.get("image") or ""
+            )
         # the kubelet's default waiting reason: PodInitializing while a pod has init
         # containers to run, ContainerCreating otherwise
         first = "PodInitializing" if spec.get("initContainers") else "ContainerCreating"
         for c in spec["containers"]:
-            self.statuses[c["name"]] = waiting(c["name"], first)
+            self.statuses[c["name"]] = waiting(c["name"], first, c.get("image") or "")
         self._publish()
         try:
             if not self._prepare():
@@ -280,48 +285,48 @@ class PodRunner:
         name = c["name"]
         cid = f"process://{self.uid}-{name}-{restart}"
         try:
-            pulled = self.sandbox.pull(c) if self.sandbox is not None else None
+            pulled = self.sandbox.pull(c, self.pod) if self.sandbox is not None else None
         except PullFailed as e:
             self._pull_failed(c, table, e)
             return None
         try:
-            p = self._exec(c, restart, pulled)
+            p, env, cwd = self._exec(c, restart, pulled)
         except StartFailed as e:
             # as containerd reports it: a run that ended at once, exit code 128
             self._ended(table, name, terminated(128, "StartError", now(), cid, str(e)), restart)
             return 128
         except ConfigError as e:
-            with self.lock:
-                table[name] = {
-                    **table[name],
-                    "state": {
-                        "waiting": {"reason": "CreateContainerConfigError", "message": str(e)}
-                    },
-                }
-            self._publish()
+            self._waiting(table, name, "CreateContainerConfigError", str(e))
             self.stopping.wait(2.0)
             return None
         except OSError as e:
-            with self.lock:
-                table[name] = {
-                    **table[name],
-                    "restartCount": restart,
-                    "state": {"waiting": {"reason": "RunContainerError", "message": str(e)}},
-                }
-            self._publish()
+            self._waiting(table, name, "RunContainerError", str(e), restartCount=restart)
             return 128
         started = now()
+        # init containers are not probed (only restartable ones are, on a kubelet)
+        prober = probes.Prober(
+            self.pod, c if table is self.statuses else {"name": name}, self.pod_ip, env, cwd,
+            p.pid if self.sandbox is not None else None,
+            lambda: self._probed(table, name, cid, prober), lambda why, grace: probes.end(p, grace),
+            lambda: probes.past(p.pid, str(ENTER)) if self.sandbox is not None else True,
+        )  # fmt: skip
         with self.lock:
+            # a restarted container's lastState is how the one before it ended
+            if "terminated" in table[name]["state"]:
+                table[name] = {**table[name], "lastState": table[name]["state"]}
             table[name] = {
                 **table[name],
                 "restartCount": restart,
                 "containerID": cid,
-                "ready": True,
-                "started": True,
+                "imageID": image_id(c.get("image") or "", pulled.repo_digest if pulled else None),
+                "ready": prober.ready,
+                "started": prober.started,
                 "state": {"running": {"startedAt": started}},
             }
         self._publish()
+        prober.start()
         code = p.wait()
+        prober.stop()
         if PIDDIR is not None:
             (PIDDIR / str(p.pid)).unlink(missing_ok=True)
         # a signal death reads as the runtime reports it: 128 + the signal
@@ -329,6 +334,25 @@ class PodRunner:
         reason = "Completed" if code == 0 else "Error"
         self._ended(table, name, terminated(code, reason, started, cid), restart)
         return code
+
+    def _waiting(
+        self, table: dict[str, dict[str, Any]], name: str, reason: str, message: str, **more: Any
+    ) -> None:
+        with self.lock:
+            state = {"waiting": {"reason": reason, "message": message}}
+            table[name] = {**table[name], **more, "state": state}
+        self._publish()
+
+    def _probed(
+        self, table: dict[str, dict[str, Any]], name: str, cid: str, prober: probes.Prober
+    ) -> None:
+        """A probe changed the running container's `started` or `ready`."""
+        with self.lock:
+            st = table[name]
+            if st.get("containerID") != cid or "running" not in st["state"]:
+                return
+            table[name] = {**st, "ready": prober.ready, "started": prober.started}
+        self._publish()
 
     def _pull_failed(
         self, c: dict[str, Any], table: dict[str, dict[str, Any]], e: PullFailed
@@ -341,10 +365,7 @@ class PodRunner:
             (e.reason, e.message, 2.0),
             ("ImagePullBackOff", backoff_message(c.get("image") or "", e), min(10.0 * 2 ** (n - 1), 300.0)),
         ):  # fmt: skip
-            with self.lock:
-                state = {"waiting": {"reason": reason, "message": message}}
-                table[name] = {**table[name], "state": state}
-            self._publish()
+            self._waiting(table, name, reason, message)
             if self.stopping.wait(pause):
                 return
 
@@ -369,30 +390,8 @@ class PodRunner:
             inits = [
                 self.init_statuses[c["name"]] for c in self.pod["spec"].get("initContainers") or []
             ]
-        phase = pod_phase(self.pod["spec"].get("restartPolicy", "Always"), mains, failed)
-        ready = all("running" in s["state"] for s in mains)
-        status: dict[str, Any] = {
-            "phase": phase,
-            "hostIP": "127.0.0.1",
-            "startTime": self.started_at,
-            "conditions": [
-                {"type": "PodScheduled", "status": "True"},
-                {
-                    "type": "Initialized",
-                    "status": "True"
-                    if all(
-                        "terminated" in s["state"] and s["state"]["terminated"]["exitCode"] == 0
-                        for s in inits
-                    )
-                    else "False",
-                },
-                {"type": "ContainersReady", "status": str(ready)},
-                {"type": "Ready", "status": str(ready)},
-            ],
-            "containerStatuses": mains,
-        }
-        if inits:
-            status["initContainerStatuses"] = inits
+        policy = self.pod["spec"].get("restartPolicy", "Always")
+        status = pod_status(policy, mains, inits, failed, self.started_at)
         # the IP once the pod's network namespace exists, as the kubelet reports it
         if self.sandbox is None or self.prepared:
             status["podIP"], status["podIPs"] = self.pod_ip, [{"ip": self.pod_ip}]

@@ -8,8 +8,10 @@ for `http://HOST` lines and for loopback hosts, as containerd allows them; HTTPS
 this machine's CAs otherwise), each checked against its sha256 digest, cached under
 the agent's image directory, and laid out in order with their whiteouts (unpack.py).
 A container then sees the directories the image adds that this machine lacks (the
-code directory an appended layer holds, for one), bind-mounted read-only from that
-rootfs, its image's WorkingDir and Env (but PATH, which stays the stand-in's).
+code directory an appended layer holds, for one) as overlays of that rootfs with a
+writable layer of its own (sandbox.py, enter.py), its image's WorkingDir and Env (but
+PATH, which stays the stand-in's). A registry that asks for a login is answered with
+the pod's pull secrets (auth.py).
 
 What stands in: the base image's OS. Its files under directories this machine has
 (`/usr`, `/etc`, ...) are not shown; the machine's own programs and the tier's
@@ -32,11 +34,13 @@ import shutil
 import ssl
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import auth
 from .unpack import UnpackError, unpack
 
 MANIFESTS = (
@@ -80,6 +84,9 @@ class Pulled:
     digest: str  # the image manifest's
     rootfs: Path
     config: dict[str, Any] = field(default_factory=dict)  # the image config's `config`
+    # `host/repo@sha256:...` of what the reference resolved to (an index's own digest
+    # for a multi-platform image), as containerd reports an image it pulled
+    repo_digest: str = ""
 
     @property
     def env(self) -> dict[str, str]:
@@ -143,20 +150,55 @@ def _words(e: urllib.error.HTTPError) -> str:
 
 
 class Registry:
-    def __init__(self, base: str, ref: Ref) -> None:
-        self.base, self.ref = base, ref
+    def __init__(self, base: str, ref: Ref, cred: auth.Credential | None = None) -> None:
+        self.base, self.ref, self.cred = base, ref, cred
         self.context = ssl.create_default_context() if base.startswith("https") else None
+        self.authorization: str | None = None  # once a 401 has been answered
 
     def open(self, kind: str, what: str, accept: tuple[str, ...] = ()) -> Any:
         url = f"{self.base}/v2/{self.ref.repo}/{kind}/{what}"
-        req = urllib.request.Request(url, headers={"Accept": ", ".join(accept)} if accept else {})
+        for attempt in (0, 1):
+            headers = {"Accept": ", ".join(accept)} if accept else {}
+            if self.authorization:
+                headers["Authorization"] = self.authorization
+            req = urllib.request.Request(url, headers=headers)
+            try:
+                return urllib.request.urlopen(req, timeout=TIMEOUT, context=self.context)
+            except urllib.error.HTTPError as e:
+                if e.code != 401 or attempt or not self._login(e.headers.get("WWW-Authenticate")):
+                    raise PullFailed("ErrImagePull", f"GET {url}: {_words(e)}") from None
+            except (urllib.error.URLError, OSError) as e:
+                reason = getattr(e, "reason", e)
+                raise PullFailed("ErrImagePull", f"GET {url}: {reason}") from None
+        raise AssertionError("unreachable")
+
+    def _login(self, header: str | None) -> bool:
+        """Answer the registry's challenge; False when there is nothing to answer with."""
+        scheme, params = auth.challenge(header or "")
+        if scheme == "basic" and self.cred:
+            self.authorization = auth.basic(self.cred)
+            return True
+        if scheme != "bearer" or not params.get("realm"):
+            return False
+        query = {k: params[k] for k in ("service", "scope") if params.get(k)}
+        if "scope" not in query:
+            query["scope"] = f"repository:{self.ref.repo}:pull"
+        url = params["realm"] + "?" + urllib.parse.urlencode(query)
+        headers = {"Authorization": auth.basic(self.cred)} if self.cred else {}
         try:
-            return urllib.request.urlopen(req, timeout=TIMEOUT, context=self.context)
+            with urllib.request.urlopen(
+                urllib.request.Request(url, headers=headers), timeout=TIMEOUT
+            ) as r:
+                body = json.loads(r.read(MAX_MANIFEST))
         except urllib.error.HTTPError as e:
-            raise PullFailed("ErrImagePull", f"GET {url}: {_words(e)}") from None
-        except (urllib.error.URLError, OSError) as e:
-            reason = getattr(e, "reason", e)
-            raise PullFailed("ErrImagePull", f"GET {url}: {reason}") from None
+            raise PullFailed(
+                "ErrImagePull", f"failed to fetch token from {url}: {_words(e)}"
+            ) from None
+        except (urllib.error.URLError, OSError, ValueError) as e:
+            raise PullFailed("ErrImagePull", f"failed to fetch token from {url}: {e}") from None
+        token = body.get("token") or body.get("access_token")
+        self.authorization = f"Bearer {token}" if token else None
+        return bool(token)
 
     def small(self, kind: str, what: str, accept: tuple[str, ...] = ()) -> tuple[bytes, str]:
         with self.open(kind, what, accept) as r:
@@ -213,48 +255,90 @@ class Puller:
 
     def cached(self, image: str) -> Pulled | None:
         try:
-            return self._image(self._ref_file(image).read_text().strip())
+            digest, _, repo_digest = self._ref_file(image).read_text().strip().partition("\n")
         except OSError:
             return None
+        return self._image(digest, repo_digest)
 
-    def _image(self, digest: str) -> Pulled | None:
+    def _image(self, digest: str, repo_digest: str = "") -> Pulled | None:
         d = self.root / "images" / digest.replace(":", "-")
         try:
             config = json.loads((d / "config.json").read_text())
         except (OSError, ValueError):
             return None
-        return Pulled(digest, d / "rootfs", config.get("config") or {})
+        return Pulled(digest, d / "rootfs", config.get("config") or {}, repo_digest)
 
-    def ensure(self, container: dict[str, Any]) -> Pulled | None:
+    def ensure(
+        self, container: dict[str, Any], ring: list[tuple[str, auth.Credential]] | None = None
+    ) -> Pulled | None:
         """The container's image, pulled as its policy says; None when its registry is
-        not one the tier knows (the stand-in runs it). Raises PullFailed."""
+        not one the tier knows (the stand-in runs it). RING: the pod's pull secrets
+        (auth.keyring); without a matching credential the pull is anonymous, else each
+        one that matches is tried in turn, as the kubelet does. A cached image pulled
+        with a login serves only a pod holding that login; another pod pulls (the
+        kubelet's KubeletEnsureSecretPulledImages, beta and on since 1.35, under its
+        default NeverVerifyPreloadedImages: images/pullmanager/image_pull_manager.go).
+        Raises PullFailed."""
         image = str(container.get("image") or "")
         found = self.reference(image)
         if found is None:
             return None
         ref, base = found
         policy = policy_of(container, ref)
+        creds: list[auth.Credential | None] = list(auth.lookup(ring or [], image)) or [None]
         with self._lock(image):
             have = self.cached(image)
-            if have is not None and policy != "Always":
+            if have is not None and policy != "Always" and self._may_use(have, ref, creds):
                 return have
             if policy == "Never":
                 raise PullFailed(
                     "ErrImageNeverPull",
                     f'Container image "{image}" is not present with pull policy of Never',
                 )
-            try:
-                return self._pull(image, ref, base)
-            except PullFailed as e:
-                raise PullFailed(
-                    e.reason, f'failed to pull and unpack image "{image}": {e.message}'
-                ) from None
+            for cred in creds:
+                try:
+                    got = self._pull(image, ref, base, cred)
+                except PullFailed as e:
+                    failed = e
+                    continue
+                self._pulled_with(got, ref, cred)
+                return got
+            raise PullFailed(
+                failed.reason, f'failed to pull and unpack image "{image}": {failed.message}'
+            )
 
-    def _pull(self, image: str, ref: Ref, base: str) -> Pulled:
-        reg = Registry(base, ref)
+    def _logins(self, pulled: Pulled) -> Path:
+        return pulled.rootfs.with_name("pulled-with.json")
+
+    def _may_use(self, pulled: Pulled, ref: Ref, creds: list[auth.Credential | None]) -> bool:
+        """Whether a pod with CREDS may run the cached image: it was pulled without a
+        login, or with one of them (compared by digest, never stored in clear)."""
+        try:
+            used = json.loads(self._logins(pulled).read_text()).get(f"{ref.host}/{ref.repo}")
+        except (OSError, ValueError):
+            return True  # pulled before logins were recorded: as preloaded
+        if used is None or "anonymous" in used:
+            return used is not None
+        return any(c is not None and auth.digest(c) in used for c in creds)
+
+    def _pulled_with(self, pulled: Pulled, ref: Ref, cred: auth.Credential | None) -> None:
+        path = self._logins(pulled)
+        try:
+            known = json.loads(path.read_text())
+        except (OSError, ValueError):
+            known = {}
+        used = known.setdefault(f"{ref.host}/{ref.repo}", [])
+        mark = "anonymous" if cred is None else auth.digest(cred)
+        if mark not in used:
+            used.append(mark)
+        path.write_text(json.dumps(known))
+
+    def _pull(self, image: str, ref: Ref, base: str, cred: auth.Credential | None) -> Pulled:
+        reg = Registry(base, ref, cred)
         data, mtype = reg.small("manifests", ref.digest or str(ref.tag), MANIFESTS)
         digest = ref.digest or f"sha256:{hashlib.sha256(data).hexdigest()}"
         _check(data, digest, "manifest")
+        repo_digest = f"{ref.host}/{ref.repo}@{digest}"
         manifest = json.loads(data)
         if mtype in INDEXES or manifest.get("manifests"):
             picked = [
@@ -274,8 +358,8 @@ class Puller:
             have = self._image(digest) or self._lay_out(reg, digest, manifest)
         refs = self._ref_file(image)
         refs.parent.mkdir(parents=True, exist_ok=True)
-        refs.write_text(digest)
-        return have
+        refs.write_text(f"{digest}\n{repo_digest}")
+        return Pulled(have.digest, have.rootfs, have.config, repo_digest)
 
     def _lay_out(self, reg: Registry, digest: str, manifest: dict[str, Any]) -> Pulled:
         blobs = self.root / "blobs"

@@ -3,8 +3,11 @@
 (hosts.py), and for each container a plan that enter.py carries out in the container's
 own mount namespace. The container's PATH starts with the tier's interpreter (the stand-in
 for an image: `python` and `torchrun` in a pod are the project's, with torch and
-jupyter_ddl). An image on a registry the tier is told about is pulled (pull.py) and the
-directories it adds are bind-mounted read-only into the container.
+jupyter_ddl). An image on a registry the tier is told about is pulled (pull.py); the
+directories it adds are shown in the container as overlays: the unpacked image below,
+read-only, and a writable layer of the container's own above (under the pod's directory,
+gone with the pod), as a container runtime gives each container its own writable layer.
+The image store itself is read-only in every container's mount namespace.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import hosts, image, unpack, users, volumes
+from . import auth, hosts, image, unpack, users, volumes
 from .api import Api, ApiError
 from .envs import Fetch
 from .netns import Network
@@ -116,9 +119,13 @@ class Sandbox:
             sources[vol["name"]] = where
         return sources
 
-    def pull(self, container: dict[str, Any]) -> Pulled | None:
-        """The container's pulled image; None: the stand-in runs it. Raises PullFailed."""
-        return self.puller.ensure(container) if self.puller is not None else None
+    def pull(self, container: dict[str, Any], pod: dict[str, Any]) -> Pulled | None:
+        """The container's image, with the pod's pull secrets; None: the stand-in runs
+        it. Raises PullFailed."""
+        if self.puller is None or self.puller.reference(str(container.get("image") or "")) is None:
+            return None
+        ring = auth.keyring(pod, self.fetcher(pod["metadata"]["namespace"]))
+        return self.puller.ensure(container, ring)
 
     def hosts_file(self, pod: dict[str, Any]) -> Path:
         return self.pod_dir(pod) / "hosts"
@@ -180,16 +187,21 @@ class Sandbox:
         if uid != 0:  # the interpreter standing in for the image's, reachable by that user
             expose = users.exposures(users.interpreter_paths(self.path_prefix, self.pythonpath))
         # the pulled image's own directories first: a volume may be mounted inside one
+        # (its mount point is made in the container's writable layer)
         found = unpack.mounts(pulled.rootfs) if pulled else []
-        targets = [(t, os.path.isfile(s)) for s, t in files] + [
-            (m.target, os.path.isfile(m.source)) for m in mounts
+        own_layer = self.pod_dir(pod) / "layers" / tag
+        overlays = [
+            [src, str(own_layer / str(i) / "upper"), str(own_layer / str(i) / "work"), target]
+            for i, (src, target) in enumerate(found)
         ]
-        unpack.mount_points(found, targets)
-        layers = [[s, t, True] for s, t in found]
+        store = (
+            [[str(self.puller.root), str(self.puller.root), True]] if pulled and self.puller else []
+        )
         plan = {
             # a pod on the host network keeps the machine's hostname, as the kubelet does
             "hostname": None if pod["spec"].get("hostNetwork") else hosts.hostname(pod),
-            "mounts": layers + hosts_mount + [[m.source, m.target, m.read_only] for m in mounts],
+            "overlays": overlays,
+            "mounts": hosts_mount + [[m.source, m.target, m.read_only] for m in mounts] + store,
             "record": str(self.record) if self.record else None,
             "cwd": cwd,
             "argv": argv,

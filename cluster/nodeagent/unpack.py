@@ -9,7 +9,7 @@ whiteout never removes a file of its own layer. Paths are kept inside the root
 (tarfile's `tar` filter: no absolute names, nothing through a link out of the root);
 device nodes and fifos are skipped (a container here uses this machine's /dev).
 
-`mounts` chooses what to bind into a container: every directory of the image that this
+`mounts` chooses what a container is shown (as an overlay: sandbox.py): every directory of the image that this
 machine lacks (or holds only as an empty directory: a mount point an earlier pod left),
 taken whole. Files the image adds under a directory this machine has (`/etc/os-release`,
 `/usr/bin/...`) are the base image's OS and are not shown: there the machine's own
@@ -183,19 +183,3 @@ def mounts(
 
     walk("")
     return out
-
-
-def mount_points(found: list[tuple[str, str]], targets: list[tuple[str, bool]]) -> None:
-    """Make, inside the image's directories FOUND (read-only in the container), the
-    mount points of the container's volumes that lie under them (TARGETS: container
-    path, is a file), as a runtime makes them in a container's rootfs: empty entries."""
-    for src, top in found:
-        for target, is_file in targets:
-            if target == top or not target.startswith(top.rstrip("/") + "/"):
-                continue
-            where = Path(src) / target[len(top) :].lstrip("/")
-            where.parent.mkdir(parents=True, exist_ok=True)
-            if is_file:
-                where.touch(exist_ok=True)
-            else:
-                where.mkdir(exist_ok=True)

@@ -80,7 +80,12 @@ MOUNTED = """
 import os
 here = os.path.realpath(__file__)
 mounts = [l.split() for l in open('/proc/self/mountinfo')]
-under = [(len(m[4]), m[3]) for m in mounts if here.startswith(m[4].rstrip('/') + '/')]
+def source(m):
+    # an overlay names the directory below it in its options: lowerdir=...
+    kind, opts = m[m.index('-') + 1], m[m.index('-') + 3]
+    low = [o[len('lowerdir='):] for o in opts.split(',') if o.startswith('lowerdir=')]
+    return 'overlay of ' + low[0] if kind == 'overlay' and low else m[3]
+under = [(len(m[4]), source(m)) for m in mounts if here.startswith(m[4].rstrip('/') + '/')]
 print('code', here, 'from', max(under)[1] if under else 'nowhere')
 """
 
@@ -116,12 +121,13 @@ def test_torch_ddp_runs_from_the_appended_layer(tier, registry, base, monkeypatc
         assert status.state is JobState.SUCCEEDED, (status.message, got)
         assert "rank 0 of 2 sum 3.0" in got.get("master-0", []), got
         assert "rank 1 of 2 sum 3.0" in got.get("worker-0", []), got
-        # each rank's code is the pulled layer's file, bind-mounted from the agent's
-        # unpacked copy of that image (by its manifest digest)
+        # each rank's code is the pulled layer's file: an overlay whose read-only lower
+        # directory is the agent's unpacked copy of that image (by its manifest digest)
         digest = image.split("@sha256:")[1]
         for replica in ("master-0", "worker-0"):
             code = [ln for ln in got[replica] if ln.startswith("code ")]
             assert code and code[0].startswith("code /opt/jupyter-ddl/code/"), got[replica]
+            assert "from overlay of " in code[0], code
             assert f"images/sha256-{digest}/rootfs/opt/jupyter-ddl" in code[0], code
         pulled = [p for meth, p, st in registry.access_lines() if meth == "GET" and st == 200]
         assert any(p.endswith(f"/manifests/sha256:{digest}") for p in pulled), pulled

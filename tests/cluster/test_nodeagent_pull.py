@@ -12,6 +12,7 @@ import shutil
 import sys
 import tarfile
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -101,22 +102,19 @@ def test_two_layers_are_pulled_and_laid_out_with_their_whiteouts(tmp_path, regis
     assert sorted(p.name for p in (app / "cache").iterdir()) == ["b"]  # opaque directory
     assert (app / "keep.txt").read_text() == "keep\n"
     assert got.env == {"A": "1"} and got.workdir == "/opt/app"  # PATH stays the stand-in's
+    # imageID: the repo digest of what the tag resolved to, as containerd reports it
+    assert got.repo_digest == f"{registry.host}/team/app@{_registry_digest(registry, 'team/app')}"
+    assert puller.ensure({"image": image}).repo_digest == got.repo_digest  # from the cache
     # what a container is shown: the image's directories this machine lacks, whole
     host = tmp_path / "host"
     for d in ("etc", "opt"):
         (host / d).mkdir(parents=True)
         (host / d / "machine-file").write_text("")
     assert unpack.mounts(got.rootfs, str(host)) == [(str(got.rootfs / "opt" / "app"), "/opt/app")]
-    # a volume under a directory shown read-only gets its mount point made there
-    unpack.mount_points(unpack.mounts(got.rootfs, str(host)), [("/opt/app/work/x", False)])
-    assert (app / "work" / "x").is_dir()
     (host / "opt" / "app").mkdir()  # an empty mount point left on the machine: still shown
     assert [t for _, t in unpack.mounts(got.rootfs, str(host))] == ["/opt/app"]
     (host / "opt" / "app" / "x").write_text("")  # the machine's own: only what it lacks
-    assert [t for _, t in unpack.mounts(got.rootfs, str(host))] == [
-        "/opt/app/cache",
-        "/opt/app/work",
-    ]
+    assert [t for _, t in unpack.mounts(got.rootfs, str(host))] == ["/opt/app/cache"]
 
 
 def test_policies_use_the_cache_as_the_kubelet_does(tmp_path, registry, puller):
@@ -213,6 +211,17 @@ def test_references_registries_and_default_policies(tmp_path):
     assert read_registries(tmp_path / "absent") == {}
 
 
+def _registry_digest(registry: Registry, repo: str, tag: str = "base") -> str:
+    """The digest the registry itself gives the tag (Docker-Content-Digest)."""
+    req = urllib.request.Request(
+        f"http://{registry.host}/v2/{repo}/manifests/{tag}",
+        method="HEAD",
+        headers={"Accept": "application/vnd.oci.image.manifest.v1+json"},
+    )
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return str(r.headers["Docker-Content-Digest"])
+
+
 def _runner(tmp_path: Path, puller: Puller, image: str, argv: list[str]):  # type: ignore[no-untyped-def]
     pod = {
         "metadata": {"name": "p", "namespace": "ns", "uid": uuid.uuid4().hex},
@@ -269,3 +278,42 @@ def test_a_failed_pull_is_errimagepull_then_imagepullbackoff(tmp_path, registry,
         and "MANIFEST_UNKNOWN" in back
     )
     assert all(s["phase"] == "Pending" for s in seen)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a container's mounts need root")
+def test_a_container_writes_its_own_layer_never_the_image_another_pod_sees(
+    tmp_path, registry, puller
+):
+    """As on a cluster, a container may write over its image's files (its own writable
+    layer); another pod of the same image still sees the image as pulled."""
+    top = f"jddl-pull-{uuid.uuid4().hex[:8]}"
+    files = {f"opt/{top}/main.py": (b"print('as pulled')\n", 0o644)}
+    image = push_base(registry, _layered(tmp_path / "layout", [LOWER, files], []), "team/rw")
+    write = (
+        f"import pathlib; d = pathlib.Path('/opt/{top}'); "
+        "(d / 'main.py').write_text('changed'); (d / 'new.txt').write_text('new'); "
+        f"print('wrote', (d / 'main.py').read_text())"
+    )
+    read = f"import os; print(open('/opt/{top}/main.py').read().strip(), os.path.exists('/opt/{top}/new.txt'))"
+    try:
+        for argv, want in (
+            (["python", "-c", write], b"wrote changed"),
+            (["python", "-c", read], b"print('as pulled') False"),
+        ):
+            r, seen = _runner(tmp_path / uuid.uuid4().hex[:6], puller, image, argv)
+            r.start()
+            r.thread.join(60)
+            assert seen[-1]["phase"] == "Succeeded", (seen[-1], r.log_path("main", 0).read_bytes())
+            assert want in r.log_path("main", 0).read_bytes()
+            cs = seen[-1]["containerStatuses"][0]
+            assert (
+                cs["imageID"] == f"{registry.host}/team/rw@{_registry_digest(registry, 'team/rw')}"
+            )
+        rootfs = puller.cached(image).rootfs  # type: ignore[union-attr]
+        assert (rootfs / "opt" / top / "main.py").read_bytes() == b"print('as pulled')\n"
+        assert not (rootfs / "opt" / top / "new.txt").exists()
+    finally:
+        for made in tmp_path.glob("*/mountpoints"):
+            for line in made.read_text().split():
+                shutil.rmtree(line, ignore_errors=True)
+    assert not Path(f"/opt/{top}").exists()
