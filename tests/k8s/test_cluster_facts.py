@@ -190,3 +190,29 @@ def test_a_fall_back_to_v2_0_makes_the_runtime_that_carries_the_istio_opt_out(ba
         == "false"
         for r in pods
     )
+
+
+@pytest.mark.parametrize("code", ["en", "ko"])
+def test_the_v2_0_warning_without_a_runtime_of_its_own_reads_in_the_learners_language(
+    backend, double, code
+):
+    """On Trainer v2.0, where no TrainingRuntime may be made, the job still runs and the
+    warning (kept in the job's annotation, shown by `%ddl` and the dashboard) is in the
+    language the notebook chose."""
+    from jupyter_ddl import i18n
+    from jupyter_ddl.backends.kubernetes.status import ANNOTATION_WARNINGS
+
+    double.use_trainer("v2.0.0")
+    double.state.denied.add(("create", "trainingruntimes"))
+    spec = trainjob()
+    i18n.choose(code)
+    try:
+        handle = backend.submit(spec, build_bundle("print('old release', flush=True)\n"))
+    finally:
+        i18n.choose(None)
+    notes = double.store.get(TRAINJOBS, NAMESPACE, spec.name)["metadata"]["annotations"]
+    stored = json.loads(notes[ANNOTATION_WARNINGS])
+    assert list(handle.warnings) == stored and len(stored) == 1, stored
+    english = "its pods get no Istio opt-out" in stored[0]
+    assert english == (code == "en"), stored
+    assert "Istio" in stored[0] and "PodDefault" in stored[0] and "TrainingRuntime" in stored[0]
