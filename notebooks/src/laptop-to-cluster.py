@@ -488,25 +488,18 @@ if slow_job:
 
 # %% [markdown] cluster-lab-clean
 # Each job keeps its object on the cluster until someone deletes it, so `%ddl list`
-# and the sidebar still show them. This cell reads the four jobs' states and the
-# failed one's root cause, then deletes them (`%ddl delete NAME` does the same for one
-# job).
+# and the sidebar still show them. This cell reads the four jobs' states, then
+# deletes them (`%ddl delete NAME` does the same for one job).
 
 # %%
-from jupyter_ddl import diagnose, outcomes
-
 lab_jobs = {"tfjob": tf_job, "pytorchjob": torch_job, "failing": failed_job, "cancelled": slow_job}
-cluster_lab = {"ran": bool(tf_job), "states": {}, "root_cause": None}
+cluster_lab = {"ran": bool(tf_job), "states": {}}
 for what, name in lab_jobs.items():
     if name:
-        status = jobs.get(name)
-        cluster_lab["states"][what] = status.state.value
-        print(f"{what:10} {name}: {status.state.value}")
-        if what == "failing":
-            root = diagnose(outcomes(status.replicas)).root
-            cluster_lab["root_cause"] = f"{root.label}: {root.summary}"
-            print("           root cause:", cluster_lab["root_cause"])
+        state = jobs.get(name).state.value
+        cluster_lab["states"][what] = state
         jobs.delete(name)
+        print(f"{what:10} {name}: {state}; deleted")
 if not cluster_lab["ran"]:
     print("dry runs only: no job was submitted, nothing to delete")
 
