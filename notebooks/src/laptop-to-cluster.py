@@ -438,15 +438,17 @@ torch_job = _ddl_job
 # ### A job that fails
 #
 # Rank 1 cannot find its data and raises. `--restart-policy Never` keeps its pod from
-# being started again and `--backoff-limit 0` lets the operator fail the job at the
-# first failed pod, so the failure shows at once instead of after several restarts.
+# being started again, so the operator fails the job at the first failed replica and
+# the failure shows at once instead of after several restarts. (`--backoff-limit 0`
+# would end it as fast, but a job past its backoff limit has every pod deleted at once,
+# and with them the exit codes that tell which replica failed first.)
 #
 # **What you should see:** the cell fails with one line that names the replica that
 # failed first and its error, `worker-0 · rank 1 failed first: FileNotFoundError: ...`;
 # rank 0, which lost its peer in the barrier, follows after "then".
 
 # %% raises
-%%distribute --strategy torch-ddp --replicas 2 --backend kubernetes --restart-policy Never --backoff-limit 0 --wait $dry_run
+%%distribute --strategy torch-ddp --replicas 2 --backend kubernetes --restart-policy Never --wait $dry_run
 import torch.distributed as dist
 
 print(f"rank {rank}: reading my data shard", flush=True)
