@@ -24,7 +24,7 @@ pytestmark = MARKS
 ARTIFACTS = REPO / ".test-artifacts" / "cluster-lab"
 KINDS = "tfjobs,pytorchjobs"
 #: the CI tier stage runs every language: each must stay short
-SECONDS_PER_LANGUAGE = 150
+SECONDS_PER_LANGUAGE = 90
 
 
 def _jobs() -> set[str]:
