@@ -6,7 +6,9 @@
 # `TFJob`, a `PyTorchJob`, an `MPIJob` or a Kubeflow Trainer `TrainJob`. This notebook
 # shows those objects without needing a cluster (`--dry-run` builds them and starts
 # nothing), explains gang scheduling, shows what gets pushed to an image registry,
-# and ends with the three settings that point a notebook at a cluster.
+# gives the three settings that point a notebook at a cluster, and ends on a real
+# cluster where one answers: a TFJob and a PyTorchJob submitted, followed, failed and
+# cancelled (without a cluster, the same cells are dry runs).
 
 # %%
 %load_ext jupyter_ddl
@@ -338,13 +340,6 @@ print("labels:     ", changes.labels)
 # sidebar show it the same way. A single cell can also pick a backend with
 # `--backend kubernetes`.
 
-# %% [markdown] cluster-lab
-# **A real cluster in this workshop is coming.** Every Kubernetes object in this
-# notebook is a dry run: nothing here talks to a cluster. A lab that submits a TFJob
-# and a PyTorchJob to a real control plane with the Kubeflow operators, and follows,
-# fails and cancels them, is being built; until it ships, run the cells above against
-# a cluster of your own with the three settings of this section.
-
 # %%
 %ddl config
 
@@ -366,6 +361,149 @@ spec = JobSpec(name="gpu-demo", strategy="torch-ddp", replicas={"Master": 1, "Wo
 job = [d for d in yaml.safe_load_all(jobs.dry_run(spec)) if d][0]
 for role, replica in job["spec"]["pytorchReplicaSpecs"].items():
     print(role, replica["template"]["spec"]["containers"][0]["resources"])
+
+# %% [markdown] cluster-lab
+# ## 7. On a real cluster: submit, follow, fail, cancel
+#
+# So far every Kubernetes object was a dry run. This section sends four small jobs to
+# the cluster your kubeconfig names, in its namespace: a TFJob and a PyTorchJob that
+# run to `Succeeded`, one that fails, and one that you cancel. In a workshop, the
+# teacher starts a small cluster with the Kubeflow training operator on a Linux
+# server and gives you one line to run before you start Jupyter:
+# `export KUBECONFIG=...`.
+#
+# **No cluster?** The next cell asks the cluster whether it answers. If none does,
+# the cell says why, `dry_run` holds `--dry-run`, and every job cell of this section
+# becomes a dry run: you see the objects it would submit, and the cells that read a
+# job skip it. The notebook runs to the end either way.
+
+# %%
+from jupyter_ddl import default_manager
+from jupyter_ddl.errors import DDLError
+
+jobs = default_manager()
+try:
+    jobs.list(backend="kubernetes")  # one round trip to the cluster of your kubeconfig
+    dry_run = ""
+    print("a cluster answers: the job cells below submit real jobs")
+except DDLError as e:
+    dry_run = "--dry-run"
+    print("no cluster answers, so the job cells below are dry runs:", str(e).splitlines()[0])
+_ddl_job = None  # each %%distribute that submits a job puts its name here
+
+# %% [markdown] cluster-lab-tf
+# ### A TFJob, followed to the end
+#
+# `--backend kubernetes` sends this one cell to the cluster; the notebook's own
+# backend stays as it is. `--wait` follows the job until it ends. IPython replaces
+# `$dry_run` with the variable's value before the magic reads the line. Each of the
+# two workers adds its 1 into one sum across the workers (an all-reduce).
+#
+# **What you should see:** each worker's line, `worker 0 of 2: sum 2.0` and
+# `worker 1 of 2: sum 2.0`, then `Succeeded`.
+
+# %%
+%%distribute --strategy tf-multi-worker-mirrored --workers 2 --backend kubernetes --wait $dry_run
+import tensorflow as tf
+
+ones = strategy.run(lambda: tf.constant(1.0))
+total = strategy.reduce(tf.distribute.ReduceOp.SUM, ones, axis=None)
+print(f"worker {rank} of {world_size}: sum {float(total)}", flush=True)
+
+# %%
+tf_job = _ddl_job
+
+# %% [markdown] cluster-lab-torch
+# ### A PyTorchJob
+#
+# The same with PyTorch: a `Master` (rank 0) and a `Worker` (rank 1), which find
+# each other through the address the operator gives the Master.
+#
+# **What you should see:** `rank 0 of 2: sum 3.0` and `rank 1 of 2: sum 3.0`, then
+# `Succeeded`.
+
+# %%
+%%distribute --strategy torch-ddp --replicas 2 --backend kubernetes --wait $dry_run
+import torch
+import torch.distributed as dist
+
+total = torch.ones(1) * (rank + 1)
+dist.all_reduce(total)
+print(f"rank {rank} of {world_size}: sum {total.item()}", flush=True)
+
+# %%
+torch_job = _ddl_job
+
+# %% [markdown] cluster-lab-fail
+# ### A job that fails
+#
+# Rank 1 cannot find its data and raises. `--restart-policy Never` keeps its pod from
+# being started again, so the operator fails the job at the first failed replica and
+# the failure shows at once instead of after several restarts. (`--backoff-limit 0`
+# would end it as fast, but a job past its backoff limit has every pod deleted at once,
+# and with them the exit codes that tell which replica failed first.)
+#
+# **What you should see:** the cell fails with one line that names the replica that
+# failed first and its error, `worker-0 · rank 1 failed first: FileNotFoundError: ...`;
+# rank 0, which lost its peer in the barrier, follows after "then".
+
+# %% raises
+%%distribute --strategy torch-ddp --replicas 2 --backend kubernetes --restart-policy Never --wait $dry_run
+import torch.distributed as dist
+
+print(f"rank {rank}: reading my data shard", flush=True)
+if rank == 1:
+    raise FileNotFoundError("data/shard-1.pt is missing")
+dist.barrier()
+
+# %%
+failed_job = _ddl_job
+
+# %% [markdown] cluster-lab-cancel
+# ### A job that you cancel
+#
+# Without `--wait` the cell returns at once and the job goes on in the background.
+# This one would train for ten minutes; the cell after it waits until it runs, then
+# cancels it through the job API (`%ddl cancel NAME` does the same). Cancelling
+# suspends the job: the operator deletes its pods and the job object stays, so you can
+# still read its record.
+#
+# **What you should see:** `Running`, then `Cancelled`.
+
+# %%
+%%distribute --strategy torch-ddp --replicas 2 --backend kubernetes $dry_run
+import time
+
+print(f"rank {rank}: training for ten minutes", flush=True)
+time.sleep(600)
+
+# %%
+import time
+
+slow_job = _ddl_job
+if slow_job:
+    deadline = time.monotonic() + 120
+    while jobs.get(slow_job).state.value != "Running" and time.monotonic() < deadline:
+        time.sleep(1)
+    print(slow_job, jobs.get(slow_job).state.value)
+    print(slow_job, jobs.cancel(slow_job).state.value)
+
+# %% [markdown] cluster-lab-clean
+# Each job keeps its object on the cluster until someone deletes it, so `%ddl list`
+# and the sidebar still show them. This cell reads the four jobs' states, then
+# deletes them (`%ddl delete NAME` does the same for one job).
+
+# %%
+lab_jobs = {"tfjob": tf_job, "pytorchjob": torch_job, "failing": failed_job, "cancelled": slow_job}
+cluster_lab = {"ran": bool(tf_job), "states": {}}
+for what, name in lab_jobs.items():
+    if name:
+        state = jobs.get(name).state.value
+        cluster_lab["states"][what] = state
+        jobs.delete(name)
+        print(f"{what:10} {name}: {state}; deleted")
+if not cluster_lab["ran"]:
+    print("dry runs only: no job was submitted, nothing to delete")
 
 # %% [markdown] python-api
 # ## The same from Python
@@ -398,6 +536,7 @@ outcome = {
     "same_digest_twice": same_digest_twice,
     "operator_view_lines": [view_lines, full_lines],
     "hand_written_kinds": sorted(hand),
+    "cluster_lab": cluster_lab,
 }
 outcome["ok"] = (
     all(kinds[k][0] == k for k in ("TFJob", "PyTorchJob", "MPIJob", "TrainJob"))

@@ -114,6 +114,9 @@ def test_notebook_user_works_in_its_namespace_only(tier):
     got = json.loads(kubectl("-n", NAMESPACE, "get", "tfjob", name, "-o", "json").stdout)
     assert got["metadata"]["namespace"] == NAMESPACE
     assert kubectl("-n", NAMESPACE, "get", "pods").returncode == 0
+    # the notebook's kubeconfig names its namespace, so a notebook that sets none works there
+    said = kubectl("config", "view", "--minify", "-o", "jsonpath={..namespace}").stdout
+    assert said == NAMESPACE, said
     # nothing cluster-wide, nothing in another namespace
     for args in (
         ["get", "tfjobs", "-A"],

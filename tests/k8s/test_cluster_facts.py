@@ -190,3 +190,50 @@ def test_a_fall_back_to_v2_0_makes_the_runtime_that_carries_the_istio_opt_out(ba
         == "false"
         for r in pods
     )
+
+
+@pytest.mark.parametrize("code", ["en", "ko"])
+def test_the_v2_0_warning_without_a_runtime_of_its_own_reads_in_the_learners_language(
+    backend, double, code
+):
+    """On Trainer v2.0, where no TrainingRuntime may be made, the job still runs and the
+    warning (kept in the job's annotation, shown by `%ddl` and the dashboard) is in the
+    language the notebook chose."""
+    from jupyter_ddl import i18n
+    from jupyter_ddl.backends.kubernetes.status import ANNOTATION_WARNINGS
+
+    double.use_trainer("v2.0.0")
+    double.state.denied.add(("create", "trainingruntimes"))
+    spec = trainjob()
+    i18n.choose(code)
+    try:
+        handle = backend.submit(spec, build_bundle("print('old release', flush=True)\n"))
+    finally:
+        i18n.choose(None)
+    notes = double.store.get(TRAINJOBS, NAMESPACE, spec.name)["metadata"]["annotations"]
+    stored = json.loads(notes[ANNOTATION_WARNINGS])
+    assert list(handle.warnings) == stored and len(stored) == 1, stored
+    english = "its pods get no Istio opt-out" in stored[0]
+    assert english == (code == "en"), stored
+    assert "Istio" in stored[0] and "PodDefault" in stored[0] and "TrainingRuntime" in stored[0]
+
+
+def test_the_gpu_warnings_read_in_the_learners_language(backend, double):
+    """What pre-flight warns of (a replica asking more GPUs than any node has) is kept
+    with the job and shown by `%ddl` and the dashboard: in the language chosen."""
+    from jupyter_ddl import i18n
+    from jupyter_ddl.models import Resources
+
+    double.add_node("gpu-node", gpus=1)
+    spec = JobSpec(name=name("gpus"), strategy="torch-ddp", replicas={"Master": 1, "Worker": 1},
+                   command=RUN_CELL, default_resources=Resources(gpu=2))  # fmt: skip
+    i18n.choose("ja")
+    try:
+        handle = backend.submit(spec, build_bundle("print('x')\n"))
+    finally:
+        i18n.choose(None)
+    said = list(handle.warnings)
+    assert len(said) == 3, said  # each role over the largest node, and the whole job
+    assert all("Pending" in w and "GPU" in w and "allocatable" not in w for w in said), said
+    assert any("最大のノードで割り当て可能なのは 1 個" in w for w in said), said
+    backend.cancel(spec.name)

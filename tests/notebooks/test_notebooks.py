@@ -131,7 +131,13 @@ def test_generator_parses_percent_format_with_keys_and_flags():
 
 
 # Values the stored lines take from the kernel ($name), as on a CPU-only machine.
-LINE_VARIABLES = {"processes": "4", "pair": "2", "gpu_flag": "", "QUICK": "1"}
+LINE_VARIABLES = {
+    "processes": "4",
+    "pair": "2",
+    "gpu_flag": "",
+    "QUICK": "1",
+    "dry_run": "--dry-run",
+}
 
 
 def _distribute_lines() -> list[tuple[str, str]]:
@@ -411,8 +417,16 @@ def test_coming_from_tensorflow(run_notebook, lang):
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("lang", LANGS)
-def test_laptop_to_cluster(run_notebook, lang):
+def test_laptop_to_cluster(run_notebook, lang, tmp_path, monkeypatch):
+    # a learner's laptop: no cluster, so the cluster lab's cells are dry runs
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     nb, outcome = run_notebook("laptop-to-cluster", lang, timeout=120)
+    assert outcome["cluster_lab"] == {"ran": False, "states": {}}
+    said = code_outputs(nb, "from jupyter_ddl import default_manager")
+    assert said.startswith("no cluster answers, so the job cells below are dry runs: "), said
+    lab = code_outputs(nb, "%%distribute --strategy torch-ddp --replicas 2 --backend kubernetes")
+    assert lab.count("kind: PyTorchJob") == 3 and "dry runs only" in code_outputs(nb, "lab_jobs = ")
     assert {k: v[0] for k, v in outcome["kinds"].items() if k != "gang"} == {
         "TFJob": "TFJob",
         "PyTorchJob": "PyTorchJob",

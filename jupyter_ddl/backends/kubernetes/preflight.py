@@ -204,12 +204,23 @@ def gpu_warnings(conn: Connection, asked: dict[str, tuple[int, int]]) -> list[st
     for role, (_n, g) in asked.items():
         if g > biggest:
             out.append(
-                f"{role} asks for {g} GPUs per replica but the largest node has {biggest} allocatable; its pods will stay Pending"
+                tr(
+                    "{role} asks for {gpus} GPUs per replica but the largest node has {biggest} "
+                    "allocatable; its pods will stay Pending",
+                    role=role,
+                    gpus=g,
+                    biggest=biggest,
+                )
             )
     need = sum(n * g for n, g in asked.values())
     if need > total:
         out.append(
-            f"the job asks for {need} GPUs in all but the cluster has {total} allocatable; some pods will stay Pending"
+            tr(
+                "the job asks for {need} GPUs in all but the cluster has {total} allocatable; "
+                "some pods will stay Pending",
+                need=need,
+                total=total,
+            )
         )
     return out
 
@@ -244,16 +255,20 @@ def rwo_problems(
             continue
         if list(pvc.spec.access_modes or []) != ["ReadWriteOnce"]:
             continue
-        text = (
-            f"volume {v.claim_name}: a ReadWriteOnce claim attaches to one node only, and the "
-            f"job's {spec.shape.total} pods may land on other nodes and wait for ever (Multi-Attach)"
+        text = tr(
+            "volume {claim}: a ReadWriteOnce claim attaches to one node only, and the job's "
+            "{pods} pods may land on other nodes and wait for ever (Multi-Attach)",
+            claim=v.claim_name,
+            pods=spec.shape.total,
         )
         if v.claim_name in held:
-            node = pod_spec.get("nodeName") or "its node"
-            refuse.append(
-                f"{text}; the notebook holds it on {node}: use a ReadWriteMany claim, "
-                "or copy the data elsewhere"
+            node = pod_spec.get("nodeName") or tr("its node")
+            said = tr(
+                "the notebook holds it on {node}: use a ReadWriteMany claim, or copy the data "
+                "elsewhere",
+                node=node,
             )
+            refuse.append(f"{text}; {said}")
         else:
             warn.append(text)
     return refuse, warn

@@ -143,10 +143,12 @@ def _own_runtime(conn: Connection, spec: JobSpec, runtime: dict[str, Any] | None
         check = [("create", TRAINJOB.group, trainingruntime.PLURAL, "")]
         if runtime is None or preflight.refused(conn, check) != []:
             warnings.append(
-                "Trainer v2.0 carries pod labels and annotations only in a runtime, and no "
-                "TrainingRuntime of this job's own can be made here: its pods get no Istio "
-                "opt-out (in a namespace with Istio injection the job would never end) and "
-                "no PodDefault labels"
+                tr(
+                    "Trainer v2.0 carries pod labels and annotations only in a runtime, and no "
+                    "TrainingRuntime of this job's own can be made here: its pods get no Istio "
+                    "opt-out (in a namespace with Istio injection the job would never end) and "
+                    "no PodDefault labels"
+                )
             )
             return spec, []
         spec = _with_options(spec, **{trainingruntime.OWN_RUNTIME_OPTION: True})
