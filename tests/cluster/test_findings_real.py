@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import threading
 import time
 import uuid
@@ -23,6 +24,7 @@ from jupyter_ddl.core.states import JobState
 from jupyter_ddl.core.stream import EventKind
 from tests.cluster.test_distribute_real import lines, manager, run_cell  # noqa: F401
 from tests.cluster.tier import (
+    ADMIN,
     KUBECONFIG,
     MARKS,
     NAMESPACE,
@@ -279,11 +281,34 @@ def test_an_ongoing_scheduling_failure_is_a_series_a_reattached_cell_still_shows
         manager.delete(spec.name)
 
 
-@pytest.mark.skipif(
+V2_0 = pytest.mark.skipif(
     not TRAINER.startswith("v2.0."),
     reason=f"the tier runs Trainer {TRAINER}; CLUSTER_TRAINER=v2.0.0 runs the oldest release",
 )
-def test_a_trainer_v2_0_trainjob_carries_the_istio_opt_out_and_raises_no_false_alarm(manager):  # noqa: F811
+
+#: what Trainer v2.2 on binds to every authenticated user, and an admin of a v2.0
+#: platform adds by hand: reading the ClusterTrainingRuntimes (v2.0's own read reaches a
+#: profile's owner through a RoleBinding, which grants nothing cluster-scoped)
+RUNTIME_READ = """
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: test-read-cluster-runtimes}
+rules:
+- apiGroups: [trainer.kubeflow.org]
+  resources: [clustertrainingruntimes]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: test-read-cluster-runtimes}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: test-read-cluster-runtimes}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: "system:authenticated"}
+"""
+
+
+def v2_0_job(manager, code: str):  # noqa: F811
+    """Submit a one-node TrainJob to the v2.0 tier as the notebook user; its handle."""
     built(f"trainer-{TRAINER}")
     built("jobset-controller")
     spec = JobSpec(
@@ -294,32 +319,78 @@ def test_a_trainer_v2_0_trainjob_carries_the_istio_opt_out_and_raises_no_false_a
         backend="kubernetes",
         namespace=NAMESPACE,
     )
-    manager.submit(spec, build_bundle("import time; time.sleep(3); print('done')\n"))
+    return spec, manager.submit(spec, build_bundle(code))
+
+
+def node_pods(job: str) -> list:
+    return wait_for(
+        "the node pod",
+        lambda: json.loads(
+            kubectl(
+                "-n", NAMESPACE, "get", "pods", "-l",
+                f"jobset.sigs.k8s.io/jobset-name={job}", "-o", "json",
+            ).stdout
+        )["items"],
+        60,
+    )  # fmt: skip
+
+
+@V2_0
+def test_a_trainer_v2_0_trainjob_carries_the_istio_opt_out_and_raises_no_false_alarm(manager):  # noqa: F811
+    granted = subprocess.run(
+        ["kubectl", "--kubeconfig", str(ADMIN), "apply", "-f", "-"],
+        input=RUNTIME_READ, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert granted.returncode == 0, granted.stderr
     try:
-        # v2.0's podSpecOverrides carry no pod metadata: the opt-out comes through the
-        # job's own runtime, so it is on the pods themselves
-        pods = wait_for(
-            "the node pod",
-            lambda: json.loads(
-                kubectl(
-                    "-n", NAMESPACE, "get", "pods", "-l",
-                    f"jobset.sigs.k8s.io/jobset-name={spec.name}", "-o", "json",
-                ).stdout
-            )["items"],
-            60,
-        )  # fmt: skip
-        notes = pods[0]["metadata"].get("annotations") or {}
-        job = kubectl("-n", NAMESPACE, "get", "trainjob", spec.name, "-o", "json", check=False)
-        own = kubectl(
-            "-n", NAMESPACE, "get", "trainingruntime", spec.name, "-o", "json", check=False
-        )
-        assert notes.get("sidecar.istio.io/inject") == "false", (notes, job.stdout, own.stdout)
-        assert (pods[0]["metadata"].get("labels") or {}).get("jupyter-ddl.io/managed") == "true"
+        spec, handle = v2_0_job(manager, "import time; time.sleep(3); print('done')\n")
+        try:
+            # v2.0's podSpecOverrides carry no pod metadata: the opt-out comes through the
+            # job's own runtime, so it is on the pods themselves
+            pods = node_pods(spec.name)
+            notes = pods[0]["metadata"].get("annotations") or {}
+            own = kubectl(
+                "-n", NAMESPACE, "get", "trainingruntime", spec.name, "-o", "json", check=False
+            )
+            assert notes.get("sidecar.istio.io/inject") == "false", (
+                notes,
+                handle.warnings,
+                own.stdout,
+            )
+            labels = pods[0]["metadata"].get("labels") or {}
+            assert labels.get("jupyter-ddl.io/managed") == "true", labels
+            assert handle.warnings == [], handle.warnings
+            events = follow(manager, spec.name, 120)
+            final = [e.status for e in events if e.status is not None][-1]
+            assert final.state is JobState.SUCCEEDED, final.message
+            waiting = [e.message or "" for e in events if e.kind is EventKind.WAITING]
+            # v2.0 writes no TrainJob status before the end: that is no sign of a dead operator
+            assert not any("is trainer" in w.lower() or "no status" in w for w in waiting), waiting
+        finally:
+            manager.delete(spec.name)
+    finally:
+        kubectl("delete", "clusterrolebinding,clusterrole", "test-read-cluster-runtimes",
+                kubeconfig=ADMIN, check=False)  # fmt: skip
+
+
+@V2_0
+def test_a_trainer_v2_0_trainjob_whose_runtime_cannot_be_read_runs_and_says_why_it_has_no_opt_out(
+    manager,  # noqa: F811
+):
+    """v2.0 as its own manifests install it: the notebook user may not read the
+    ClusterTrainingRuntime, so no runtime of the job's own can be copied. The job runs on
+    the runtime it names, and the warning names the missing read."""
+    spec, handle = v2_0_job(manager, "print('done')\n")
+    try:
+        said = " ".join(handle.warnings)
+        assert "ClusterTrainingRuntime 'torch-distributed' cannot be read" in said, said
+        assert "get on clustertrainingruntimes" in said, said
+        none = kubectl("-n", NAMESPACE, "get", "trainingruntime", spec.name, check=False)
+        assert none.returncode != 0, none.stdout
+        pods = node_pods(spec.name)
+        assert "sidecar.istio.io/inject" not in (pods[0]["metadata"].get("annotations") or {})
         events = follow(manager, spec.name, 120)
         final = [e.status for e in events if e.status is not None][-1]
         assert final.state is JobState.SUCCEEDED, final.message
-        waiting = [e.message or "" for e in events if e.kind is EventKind.WAITING]
-        # v2.0 writes no TrainJob status before the end: that is no sign of a dead operator
-        assert not any("is trainer" in w.lower() or "no status" in w for w in waiting), waiting
     finally:
         manager.delete(spec.name)
