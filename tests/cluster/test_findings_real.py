@@ -9,7 +9,6 @@ FailedScheduling written as an events.k8s.io series.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import threading
 import time
@@ -25,10 +24,12 @@ from jupyter_ddl.core.stream import EventKind
 from tests.cluster.test_distribute_real import lines, manager, run_cell  # noqa: F401
 from tests.cluster.tier import (
     ADMIN,
+    EVERY_TRAINER,
     KUBECONFIG,
     MARKS,
     NAMESPACE,
     POD,
+    TRAINER,
     built,
     create,
     kubectl,
@@ -37,8 +38,6 @@ from tests.cluster.tier import (
 from tests.k8s import deletion
 
 pytestmark = MARKS
-#: the Trainer release the tier runs (scripts/cluster reads the same variable)
-TRAINER = os.environ.get("CLUSTER_TRAINER", "v2.3.0")
 
 
 #: what Trainer v2.2 on binds to every authenticated user, and an admin of a v2.0
@@ -79,6 +78,7 @@ def runtimes_readable():
             kubeconfig=ADMIN, check=False)  # fmt: skip
 
 
+@EVERY_TRAINER
 def test_trainjob_that_raises_fails_after_one_restart_with_its_root_cause(
     manager,  # noqa: F811
     runtimes_readable,
@@ -355,6 +355,7 @@ def node_pods(job: str) -> list:
     )  # fmt: skip
 
 
+@EVERY_TRAINER
 @V2_0
 def test_a_trainer_v2_0_trainjob_carries_the_istio_opt_out_and_raises_no_false_alarm(
     manager,  # noqa: F811
@@ -383,6 +384,7 @@ def test_a_trainer_v2_0_trainjob_carries_the_istio_opt_out_and_raises_no_false_a
         manager.delete(spec.name)
 
 
+@EVERY_TRAINER
 @V2_0
 def test_a_trainer_v2_0_trainjob_whose_runtime_cannot_be_read_runs_and_says_why_it_has_no_opt_out(
     manager,  # noqa: F811
