@@ -9,7 +9,6 @@ FailedScheduling written as an events.k8s.io series.
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 import time
 import uuid
@@ -23,7 +22,6 @@ from jupyter_ddl.core.states import JobState
 from jupyter_ddl.core.stream import EventKind
 from tests.cluster.test_distribute_real import lines, manager, run_cell  # noqa: F401
 from tests.cluster.tier import (
-    ADMIN,
     EVERY_TRAINER,
     KUBECONFIG,
     MARKS,
@@ -38,44 +36,6 @@ from tests.cluster.tier import (
 from tests.k8s import deletion
 
 pytestmark = MARKS
-
-
-#: what Trainer v2.2 on binds to every authenticated user, and an admin of a v2.0
-#: platform adds by hand: reading the ClusterTrainingRuntimes (v2.0's own read reaches a
-#: profile's owner through a RoleBinding, which grants nothing cluster-scoped)
-RUNTIME_READ = """
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: test-read-cluster-runtimes}
-rules:
-- apiGroups: [trainer.kubeflow.org]
-  resources: [clustertrainingruntimes]
-  verbs: [get, list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: test-read-cluster-runtimes}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: test-read-cluster-runtimes}
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: "system:authenticated"}
-"""
-
-
-@pytest.fixture
-def runtimes_readable():
-    """On v2.0, the read of ClusterTrainingRuntimes that a job's own runtime is copied
-    from, granted to the notebook user as v2.2 on grants it (nothing to do from v2.2)."""
-    if not TRAINER.startswith("v2.0."):
-        yield
-        return
-    granted = subprocess.run(
-        ["kubectl", "--kubeconfig", str(ADMIN), "apply", "-f", "-"],
-        input=RUNTIME_READ, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert granted.returncode == 0, granted.stderr
-    yield
-    kubectl("delete", "clusterrolebinding,clusterrole", "test-read-cluster-runtimes",
-            kubeconfig=ADMIN, check=False)  # fmt: skip
 
 
 @EVERY_TRAINER

@@ -141,7 +141,7 @@ def _own_runtime(conn: Connection, spec: JobSpec, runtime: dict[str, Any] | None
     Trainer v2.0 where it can (§11.10: a warning where it cannot); none else."""
     if trainingruntime.wants_pod_metadata(spec) and not trainingruntime.asks_runtime_settings(spec):
         why = _no_own_runtime(conn, spec, runtime)
-        if why is not None:
+        if why is not None or runtime is None:  # (a missing runtime always has a why)
             warnings.append(
                 "Trainer v2.0 carries pod labels and annotations only in a runtime of the "
                 f"job's own, and {why}: its pods get no Istio opt-out (in a namespace with "
