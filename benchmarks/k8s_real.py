@@ -102,6 +102,13 @@ def namespaced_runtime(admin: Path, name: str = "torch-distributed") -> None:
         raise RuntimeError(f"no ClusterTrainingRuntime {name}: {got.stderr.strip()[-200:]}")
     obj = json.loads(got.stdout)
     labels = obj["metadata"].get("labels") or {}
+    # the Trainer SDK tells a runtime's framework by this label, which Trainer v2.1 on
+    # puts on its runtimes and v2.0's lack (kubeflow/trainer v2.0.0 and v2.1.0,
+    # manifests/base/runtimes): the copy names the framework its mlPolicy names
+    policy = obj.get("spec", {}).get("mlPolicy") or {}
+    framework = next((f for f in ("torch", "mpi") if f in policy), None)
+    if framework is not None:
+        labels.setdefault("trainer.kubeflow.org/framework", framework)
     obj["kind"] = "TrainingRuntime"
     obj["metadata"] = {"name": name, "namespace": NAMESPACE, "labels": labels}
     made = subprocess.run([*base, "create", "-f", "-"], input=json.dumps(obj),

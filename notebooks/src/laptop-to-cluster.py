@@ -378,8 +378,7 @@ for role, replica in job["spec"]["pytorchReplicaSpecs"].items():
 # job skip it. The notebook runs to the end either way.
 
 # %%
-from jupyter_ddl import default_manager
-from jupyter_ddl.errors import DDLError
+from jupyter_ddl import DDLError, default_manager
 
 jobs = default_manager()
 try:

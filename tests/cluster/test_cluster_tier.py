@@ -16,6 +16,7 @@ import uuid
 from tests.cluster.tier import (
     ADMIN,
     CLUSTER,
+    EVERY_TRAINER,
     K8S_VERSION,
     MARKS,
     NAMESPACE,
@@ -75,6 +76,7 @@ def test_a_scheduler_that_ends_is_started_again_and_schedules(tier):
         kubectl("-n", NAMESPACE, "delete", "pod", name, "--wait=false", check=False)
 
 
+@EVERY_TRAINER
 def test_crds_of_the_pinned_releases_are_installed(tier):
     crds = json.loads(kubectl("get", "crd", "-o", "json", kubeconfig=ADMIN).stdout)["items"]
     served = {

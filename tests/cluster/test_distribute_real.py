@@ -17,7 +17,7 @@ from jupyter_ddl.config import Config
 from jupyter_ddl.core.bundle import build_bundle
 from jupyter_ddl.manager import JobManager
 from jupyter_ddl.models import JobEvent, JobSpec, JobState
-from tests.cluster.tier import KUBECONFIG, MARKS, NAMESPACE, built
+from tests.cluster.tier import EVERY_TRAINER, KUBECONFIG, MARKS, NAMESPACE, built
 
 pytestmark = MARKS
 
@@ -124,6 +124,7 @@ def test_tf_multi_worker_mirrored_tfjob_runs_two_workers(manager):
     assert "task 1 replicas 2 sum 2.0" in got.get("worker-1", []), got
 
 
+@EVERY_TRAINER
 def test_trainjob_torch_runs_two_nodes_on_trainer(manager):
     built("trainer-v2.3.0")
     built("jobset-controller")

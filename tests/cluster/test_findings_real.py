@@ -1,5 +1,5 @@
 """What the real operators do to our jobs, refereed by the real tier: a crashing
-TrainJob under its own backoff limit (Trainer v2.3, JobSet, the Job controller); a
+TrainJob under its own backoff limit (each Trainer release the tier builds, JobSet, the Job controller); a
 worker held by an init container that keeps failing (training-operator v1.9); as the
 cell sees them through ``JobManager``. Then kube-apiserver's and kube-scheduler's own:
 graceful deletion (the same check as the double's), an unscheduled pod's log, and a
@@ -9,7 +9,6 @@ FailedScheduling written as an events.k8s.io series.
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 import uuid
@@ -23,10 +22,12 @@ from jupyter_ddl.core.states import JobState
 from jupyter_ddl.core.stream import EventKind
 from tests.cluster.test_distribute_real import lines, manager, run_cell  # noqa: F401
 from tests.cluster.tier import (
+    EVERY_TRAINER,
     KUBECONFIG,
     MARKS,
     NAMESPACE,
     POD,
+    TRAINER,
     built,
     create,
     kubectl,
@@ -35,13 +36,14 @@ from tests.cluster.tier import (
 from tests.k8s import deletion
 
 pytestmark = MARKS
-#: the Trainer release the tier runs (scripts/cluster reads the same variable)
-TRAINER = os.environ.get("CLUSTER_TRAINER", "v2.3.0")
 
 
-@pytest.mark.skipif(TRAINER != "v2.3.0", reason=f"the tier runs Trainer {TRAINER}, not v2.3.0")
-def test_trainjob_that_raises_fails_after_one_restart_with_its_root_cause(manager):  # noqa: F811
-    built("trainer-v2.3.0")
+@EVERY_TRAINER
+def test_trainjob_that_raises_fails_after_one_restart_with_its_root_cause(
+    manager,  # noqa: F811
+    runtimes_readable,
+):
+    built(f"trainer-{TRAINER}")
     built("jobset-controller")
     cell = "raise ValueError('the cell is broken')\n"
     state, message, events = run_cell(
@@ -279,11 +281,14 @@ def test_an_ongoing_scheduling_failure_is_a_series_a_reattached_cell_still_shows
         manager.delete(spec.name)
 
 
-@pytest.mark.skipif(
+V2_0 = pytest.mark.skipif(
     not TRAINER.startswith("v2.0."),
     reason=f"the tier runs Trainer {TRAINER}; CLUSTER_TRAINER=v2.0.0 runs the oldest release",
 )
-def test_a_trainer_v2_0_trainjob_carries_the_istio_opt_out_and_raises_no_false_alarm(manager):  # noqa: F811
+
+
+def v2_0_job(manager, code: str):  # noqa: F811
+    """Submit a one-node TrainJob to the v2.0 tier as the notebook user; its handle."""
     built(f"trainer-{TRAINER}")
     built("jobset-controller")
     spec = JobSpec(
@@ -294,32 +299,70 @@ def test_a_trainer_v2_0_trainjob_carries_the_istio_opt_out_and_raises_no_false_a
         backend="kubernetes",
         namespace=NAMESPACE,
     )
-    manager.submit(spec, build_bundle("import time; time.sleep(3); print('done')\n"))
+    return spec, manager.submit(spec, build_bundle(code))
+
+
+def node_pods(job: str) -> list:
+    return wait_for(
+        "the node pod",
+        lambda: json.loads(
+            kubectl(
+                "-n", NAMESPACE, "get", "pods", "-l",
+                f"jobset.sigs.k8s.io/jobset-name={job}", "-o", "json",
+            ).stdout
+        )["items"],
+        60,
+    )  # fmt: skip
+
+
+@EVERY_TRAINER
+@V2_0
+def test_a_trainer_v2_0_trainjob_carries_the_istio_opt_out_and_raises_no_false_alarm(
+    manager,  # noqa: F811
+    runtimes_readable,
+):
+    spec, handle = v2_0_job(manager, "import time; time.sleep(3); print('done')\n")
     try:
         # v2.0's podSpecOverrides carry no pod metadata: the opt-out comes through the
         # job's own runtime, so it is on the pods themselves
-        pods = wait_for(
-            "the node pod",
-            lambda: json.loads(
-                kubectl(
-                    "-n", NAMESPACE, "get", "pods", "-l",
-                    f"jobset.sigs.k8s.io/jobset-name={spec.name}", "-o", "json",
-                ).stdout
-            )["items"],
-            60,
-        )  # fmt: skip
+        pods = node_pods(spec.name)
         notes = pods[0]["metadata"].get("annotations") or {}
-        job = kubectl("-n", NAMESPACE, "get", "trainjob", spec.name, "-o", "json", check=False)
         own = kubectl(
             "-n", NAMESPACE, "get", "trainingruntime", spec.name, "-o", "json", check=False
         )
-        assert notes.get("sidecar.istio.io/inject") == "false", (notes, job.stdout, own.stdout)
-        assert (pods[0]["metadata"].get("labels") or {}).get("jupyter-ddl.io/managed") == "true"
+        assert notes.get("sidecar.istio.io/inject") == "false", (notes, handle.warnings, own.stdout)
+        labels = pods[0]["metadata"].get("labels") or {}
+        assert labels.get("jupyter-ddl.io/managed") == "true", labels
+        assert handle.warnings == [], handle.warnings
         events = follow(manager, spec.name, 120)
         final = [e.status for e in events if e.status is not None][-1]
         assert final.state is JobState.SUCCEEDED, final.message
         waiting = [e.message or "" for e in events if e.kind is EventKind.WAITING]
         # v2.0 writes no TrainJob status before the end: that is no sign of a dead operator
         assert not any("is trainer" in w.lower() or "no status" in w for w in waiting), waiting
+    finally:
+        manager.delete(spec.name)
+
+
+@EVERY_TRAINER
+@V2_0
+def test_a_trainer_v2_0_trainjob_whose_runtime_cannot_be_read_runs_and_says_why_it_has_no_opt_out(
+    manager,  # noqa: F811
+):
+    """v2.0 as its own manifests install it: the notebook user may not read the
+    ClusterTrainingRuntime, so no runtime of the job's own can be copied. The job runs on
+    the runtime it names, and the warning names the missing read."""
+    spec, handle = v2_0_job(manager, "print('done')\n")
+    try:
+        said = " ".join(handle.warnings)
+        assert "ClusterTrainingRuntime 'torch-distributed' cannot be read" in said, said
+        assert "get on clustertrainingruntimes" in said, said
+        none = kubectl("-n", NAMESPACE, "get", "trainingruntime", spec.name, check=False)
+        assert none.returncode != 0, none.stdout
+        pods = node_pods(spec.name)
+        assert "sidecar.istio.io/inject" not in (pods[0]["metadata"].get("annotations") or {})
+        events = follow(manager, spec.name, 120)
+        final = [e.status for e in events if e.status is not None][-1]
+        assert final.state is JobState.SUCCEEDED, final.message
     finally:
         manager.delete(spec.name)

@@ -26,7 +26,17 @@ from benchmarks.k8s_real_sdk import SDK_VENV
 from jupyter_ddl.config import Config
 from jupyter_ddl.manager import JobManager
 from jupyter_ddl.models import JobState
-from tests.cluster.tier import ADMIN, KUBECONFIG, MARKS, NAMESPACE, built, kubectl, wait_for
+from tests.cluster.tier import (
+    ADMIN,
+    EVERY_TRAINER,
+    KUBECONFIG,
+    MARKS,
+    NAMESPACE,
+    TRAINER,
+    built,
+    kubectl,
+    wait_for,
+)
 from tests.support import require
 
 pytestmark = MARKS
@@ -34,7 +44,13 @@ pytestmark = MARKS
 SDKS = [
     pytest.param("v1", "PyTorchJob", ("training-operator",), id="training-sdk-v1"),
     pytest.param("v1", "TFJob", ("training-operator",), id="training-sdk-v1-tfjob"),
-    pytest.param("v2", "TrainJob", ("trainer-v2.3.0", "jobset-controller"), id="trainer-sdk-v2"),
+    pytest.param(
+        "v2",
+        "TrainJob",
+        (f"trainer-{TRAINER}", "jobset-controller"),
+        id="trainer-sdk-v2",
+        marks=EVERY_TRAINER,
+    ),
 ]
 
 

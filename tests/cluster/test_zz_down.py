@@ -6,6 +6,7 @@ from pathlib import Path
 
 from tests.cluster.tier import (
     CLUSTER,
+    EVERY_TRAINER,
     MARKS,
     STATE,
     alive,
@@ -17,6 +18,7 @@ from tests.cluster.tier import (
 pytestmark = MARKS
 
 
+@EVERY_TRAINER  # the v2.0 stage's tier comes down clean too
 def test_down_leaves_nothing_behind(tier):
     started = pids()
     assert started, "up recorded no processes"

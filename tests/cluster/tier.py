@@ -29,6 +29,11 @@ OPERATORS = {
     "scheduler-plugins": "gang-scheduler",
 }
 
+#: the Trainer release the tier runs (scripts/cluster reads the same variable)
+TRAINER = os.environ.get("CLUSTER_TRAINER", "v2.3.0")
+#: a test scripts/test runs on each Trainer release the tier builds (v2.3.0, then v2.0.0)
+EVERY_TRAINER = pytest.mark.every_trainer
+
 # every real-tier module sets `pytestmark = MARKS`
 MARKS = [
     pytest.mark.cluster,

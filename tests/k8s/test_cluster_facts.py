@@ -171,9 +171,9 @@ def test_kubeconfig_files_merge_as_kubectl_merges_them(double, tmp_path, monkeyp
 
 
 def test_a_fall_back_to_v2_0_makes_the_runtime_that_carries_the_istio_opt_out(backend, double):
-    """Seen on the real tier: a v2.0 cluster whose release was only assumed got its
-    TrainJob on the second fallback, with no runtime of its own, so its pods had no
-    Istio opt-out (v2.0 carries pod metadata only in a runtime, §11.10)."""
+    """A v2.0 cluster whose release was only assumed gets its TrainJob on the second
+    fallback, on a runtime of its own made then: v2.0 carries pod metadata only in a
+    runtime (§11.10). Here the user may read the ClusterTrainingRuntime (an admin)."""
     double.use_trainer("v2.0.0")
     double.state.denied.add(("get", "customresourcedefinitions"))
     spec = trainjob()
@@ -237,3 +237,29 @@ def test_the_gpu_warnings_read_in_the_learners_language(backend, double):
     assert all("Pending" in w and "GPU" in w and "allocatable" not in w for w in said), said
     assert any("最大のノードで割り当て可能なのは 1 個" in w for w in said), said
     backend.cancel(spec.name)
+
+
+def test_on_v2_0_a_profile_user_who_cannot_read_the_runtime_is_told_why_pods_lack_the_opt_out(
+    backend, double
+):
+    """Seen on the real tier: Trainer v2.0 lets a profile's owner read no
+    ClusterTrainingRuntime (its read reaches them through a RoleBinding, which grants
+    nothing cluster-scoped), so the job's own runtime cannot be copied even where it could
+    be created. The job still runs, on the runtime it names, and the warning says which
+    read is missing; from v2.2 on every authenticated user may read them."""
+    double.use_trainer("v2.0.0")
+    double.kubeflow_edit()
+    double.state.denied.discard(("create", "trainingruntimes"))  # as the tier's notebook user
+    double.state.denied.add(("get", "customresourcedefinitions"))
+    spec = trainjob()
+    handle = backend.submit(spec, build_bundle("print('old release', flush=True)\n"))
+    assert written_for(double, spec.name) == "v2.0.0"
+    ref = double.store.get(TRAINJOBS, NAMESPACE, spec.name)["spec"]["runtimeRef"]
+    assert ref == {**ref, "kind": "ClusterTrainingRuntime", "name": "torch-distributed"}, ref
+    assert double.store.list("trainer.kubeflow.org/v1alpha1/trainingruntimes", NAMESPACE)[0] == []
+    said = " ".join(handle.warnings)
+    assert "ClusterTrainingRuntime 'torch-distributed' cannot be read" in said, said
+    assert "get on clustertrainingruntimes" in said and "Istio opt-out" in said, said
+    # from v2.2 on the same user reads it (and the release is published: no fallback)
+    double.use_trainer("v2.2.0")
+    assert double.state.allowed("get", "clustertrainingruntimes")

@@ -423,7 +423,7 @@ def test_laptop_to_cluster(run_notebook, lang, tmp_path, monkeypatch):
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     nb, outcome = run_notebook("laptop-to-cluster", lang, timeout=120)
     assert outcome["cluster_lab"] == {"ran": False, "states": {}}
-    said = code_outputs(nb, "from jupyter_ddl import default_manager")
+    said = code_outputs(nb, "from jupyter_ddl import DDLError, default_manager")
     assert said.startswith("no cluster answers, so the job cells below are dry runs: "), said
     lab = code_outputs(nb, "%%distribute --strategy torch-ddp --replicas 2 --backend kubernetes")
     assert lab.count("kind: PyTorchJob") == 3 and "dry runs only" in code_outputs(nb, "lab_jobs = ")

@@ -140,14 +140,14 @@ def _own_runtime(conn: Connection, spec: JobSpec, runtime: dict[str, Any] | None
     policy (operator-contract.md §11.8), after checking that it can be made, or on
     Trainer v2.0 where it can (§11.10: a warning where it cannot); none else."""
     if trainingruntime.wants_pod_metadata(spec) and not trainingruntime.asks_runtime_settings(spec):
-        check = [("create", TRAINJOB.group, trainingruntime.PLURAL, "")]
-        if runtime is None or preflight.refused(conn, check) != []:
+        why = _no_own_runtime(conn, spec, runtime)
+        if why is not None or runtime is None:  # (a missing runtime always has a why)
             warnings.append(
                 tr(
-                    "Trainer v2.0 carries pod labels and annotations only in a runtime, and no "
-                    "TrainingRuntime of this job's own can be made here: its pods get no Istio "
-                    "opt-out (in a namespace with Istio injection the job would never end) and "
-                    "no PodDefault labels"
+                    "Trainer v2.0 carries pod labels and annotations only in a runtime of the "
+                    "job's own, and {why}: its pods get no Istio opt-out (in a namespace with "
+                    "Istio injection the job would never end) and no PodDefault labels",
+                    why=why,
                 )
             )
             return spec, []
@@ -179,6 +179,35 @@ def _own_runtime(conn: Connection, spec: JobSpec, runtime: dict[str, Any] | None
             )
         )
     return spec, [trainingruntime.build(spec, runtime, labels)]
+
+
+def _no_own_runtime(conn: Connection, spec: JobSpec, runtime: dict[str, Any] | None) -> str | None:
+    """Why Trainer v2.0's TrainJob cannot get a runtime of its own here; None: it can."""
+    if runtime is None:
+        # a profile's RoleBinding cannot grant a cluster-scoped read, and v2.0 ships no
+        # ClusterRoleBinding for its runtimes (§11.10): the usual case on v2.0
+        kind = spec.backend_options.get("runtime_kind", "ClusterTrainingRuntime")
+        cluster = kind != "TrainingRuntime"
+        plural = runtimes.RUNTIME_PLURALS.get(kind, kind)
+        if cluster:
+            return tr(
+                "{kind} {runtime!r} cannot be read here to copy it (ask an admin for get on "
+                "{plural}: Trainer v2.0 grants it to no notebook user)",
+                kind=kind,
+                runtime=spec.shape.trainjob_runtime,
+                plural=plural,
+            )
+        return tr(
+            "{kind} {runtime!r} cannot be read here to copy it (ask an admin for get on {plural})",
+            kind=kind,
+            runtime=spec.shape.trainjob_runtime,
+            plural=plural,
+        )
+    if preflight.refused(conn, [("create", TRAINJOB.group, trainingruntime.PLURAL, "")]):
+        return tr(
+            "you may not create a TrainingRuntime here (ask an admin for create on trainingruntimes)"
+        )
+    return None
 
 
 def _absent(conn: Connection, kind: Kind, name: str) -> None:

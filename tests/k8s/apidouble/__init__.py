@@ -50,6 +50,7 @@ class ApiDouble:
         self.kubelet = Kubelet(self.store, self.scenario, Path(self._tmp.name))
         self.operator = Operator(self.store, self.catalog, self.policy)
         self.operator.enabled = operators
+        self._profile_user = False  # kubeflow_edit(): RBAC of a Kubeflow profile's owner
         self.use_trainer(trainer)
         self.state.pod_metrics = self._usage
         handler = type("BoundHandler", (Handler,), {"state": self.state})
@@ -105,6 +106,7 @@ class ApiDouble:
             self.store.create(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": PUBLIC_CONFIGMAP, "namespace": SYSTEM_NAMESPACE},
                 "data": {"kubeflow_trainer_version": release}})  # fmt: skip
+        self._cluster_runtime_reads()
 
     def quota(self, name: str, hard: dict[str, str], namespace: str = NAMESPACE) -> None:
         """A ResourceQuota, e.g. ``{"pods": "1"}`` or ``{"count/configmaps": "0"}``."""
@@ -117,6 +119,21 @@ class ApiDouble:
         and TrainingRuntimes read-only (kubeflow/trainer v2.3.0
         ``manifests/overlays/kubeflow-platform/kubeflow-trainer-roles.yaml``)."""
         self.state.denied |= {("*", "podgroups"), ("create", "trainingruntimes")}
+        self._profile_user = True
+        self._cluster_runtime_reads()
+
+    def _cluster_runtime_reads(self) -> None:
+        """A profile's owner reads ClusterTrainingRuntimes only from Trainer v2.2 on, which
+        binds their read to ``system:authenticated``. Before, the read is only in
+        ``kubeflow-trainer-edit``, which reaches the owner through kubeflow-edit and a
+        RoleBinding, and a RoleBinding grants nothing cluster-scoped (kubeflow/trainer
+        v2.0.0, v2.1.0 and v2.2.0 ``manifests/overlays/kubeflow-platform``)."""
+        reads = {(verb, "clustertrainingruntimes") for verb in ("get", "list", "watch")}
+        release = tuple(int(p) for p in self.catalog.trainer[1:].split("."))
+        if self._profile_user and release < (2, 2):
+            self.state.denied |= reads
+        elif self._profile_user:
+            self.state.denied -= reads
 
     def label_namespace(self, labels: dict[str, str], namespace: str = NAMESPACE) -> None:
         self.store.mutate("core/v1/namespaces", "", namespace,
