@@ -71,7 +71,9 @@ def test_the_cluster_lab_submits_follows_fails_and_cancels_real_jobs(learner, la
     took = time.monotonic() - start
     print(f"{lang}/laptop-to-cluster on the tier: {took:.1f} s")  # shown with -s / -rP
     lab = outcome["cluster_lab"]
-    assert "a cluster answers" in code_outputs(nb, "from jupyter_ddl import DDLError, default_manager")
+    assert "a cluster answers" in code_outputs(
+        nb, "from jupyter_ddl import DDLError, default_manager"
+    )
     assert lab["ran"] is True, lab
     assert lab["states"] == {
         "tfjob": "Succeeded",
