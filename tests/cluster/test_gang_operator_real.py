@@ -28,6 +28,7 @@ from tests.cluster.tier import ADMIN, MARKS, NAMESPACE, built, kubectl, wait_for
 OPERATOR_GANG = os.environ.get("CLUSTER_OPERATOR_GANG", "")
 pytestmark = [
     *MARKS,
+    pytest.mark.operator_gang,
     pytest.mark.skipif(
         OPERATOR_GANG != SCHEDULER,
         reason="the operators run without their gang flags; CLUSTER_OPERATOR_GANG="
