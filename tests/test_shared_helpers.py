@@ -85,7 +85,16 @@ def test_replica_ids_have_one_spelling():
     assert replica_id("Worker", 3) == "worker-3" == ReplicaStatus("Worker", 3).id
 
 
-def test_a_ctrl_c_inside_a_held_block_lands_after_it_whole():
+@pytest.fixture
+def ctrl_c():
+    """Ctrl-C as a kernel has it (Python's own handler), whatever this process inherited:
+    a shell starts a background job, and xdist a worker, with SIGINT ignored."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_a_ctrl_c_inside_a_held_block_lands_after_it_whole(ctrl_c):
     done = []
     with pytest.raises(KeyboardInterrupt), held_interrupt():
         signal.raise_signal(signal.SIGINT)  # what a kernel interrupt is
@@ -94,7 +103,7 @@ def test_a_ctrl_c_inside_a_held_block_lands_after_it_whole():
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
-def test_a_held_block_without_ctrl_c_or_off_the_main_thread_changes_nothing():
+def test_a_held_block_without_ctrl_c_or_off_the_main_thread_changes_nothing(ctrl_c):
     with held_interrupt():
         pass
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
