@@ -53,6 +53,9 @@ _SECONDARY: list[tuple[str, re.Pattern[str]]] = [
         # TensorFlow collectives and gRPC
         ("TensorFlow collective aborted", r"Collective ops is aborted by"),
         ("gRPC peer unavailable", r"UnavailableError.*(Socket closed|failed to connect)"),
+        # torchrun's agent was sent SIGTERM (its pod deleted as the job failed): a
+        # process stopped from outside, not the failure that ended the job
+        ("stopped from outside by a signal", r"SignalException: Process \d+ got signal"),
         # MPI and Horovod: the launcher or a peer reporting someone else's exit
         ("mpirun saw a rank exit", r"mpirun (noticed|detected) that|Primary job +terminated"),
         ("a rank called MPI_ABORT", r"MPI_ABORT was invoked on rank"),

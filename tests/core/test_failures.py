@@ -183,6 +183,24 @@ def test_peer_failure_symptoms(line, symptom):
     assert failures.symptom([line]) == symptom
 
 
+def test_a_torchrun_stopped_by_sigterm_gives_way_to_the_node_that_raised():
+    """Seen on the real tier (Trainer v2.3, JobSet): the node whose cell raised ends a
+    moment after JobSet's deletion sent the other node's torchrun SIGTERM."""
+    stopped = [
+        "torch.distributed.elastic.multiprocessing.api.SignalException: Process 25037 got signal: 15",
+    ]
+    raised = ["Traceback (most recent call last):", '  File "cell.py", line 3, in <module>',
+              "ValueError: the cell is broken"]  # fmt: skip
+    replicas = [
+        ReplicaOutcome("node-0", "Failed", 0, 10.0, stopped, exit_code=1, order=0),
+        ReplicaOutcome("node-1", "Failed", 1, 11.0, raised, exit_code=1, order=1),
+    ]
+    found = diagnose(replicas)
+    assert found.root is not None and found.root.replica == "node-1", found.root
+    assert "ValueError: the cell is broken" in found.root.summary
+    assert failures.symptom(stopped) == "stopped from outside by a signal"
+
+
 def test_when_every_failure_reads_as_a_peers_the_first_to_fail_leads():
     replicas = [
         ReplicaOutcome("master-0", "Failed", 0, 12.0, _nccl_peer(0), signal=6, order=0),
