@@ -177,10 +177,17 @@ def test_mpi_operator_waits_for_a_worker_whose_probe_has_not_passed(tier):
             lambda: ((_get("pod", worker) or {}).get("status") or {}).get("phase") == "Running",
         )
         unready = 0
-        while (w := _get("pod", worker)) is not None and _condition(w, "Ready") != "True":
+        while True:
+            # the launcher is read before the worker: a launcher seen at t1 beside a worker
+            # still unready at t2 > t1 was made before the worker was Ready (the other order
+            # races the operator, which may make it between the two reads)
+            launcher = _get("job", f"{n}-launcher")
+            w = _get("pod", worker)
+            if w is None or _condition(w, "Ready") == "True":
+                break
             unready += 1
             # the operator makes its launcher only once every worker is Ready
-            assert _get("job", f"{n}-launcher") is None, "launcher made before the worker was Ready"
+            assert launcher is None, "launcher made before the worker was Ready"
             time.sleep(0.5)
         assert w is not None, "the worker went away"
         assert unready >= 5, "the worker was Ready before its probe could pass"
