@@ -21,33 +21,18 @@ from jupyter_ddl.manager import JobManager
 from jupyter_ddl.manifests import configmap_name
 from jupyter_ddl.models import JobEvent, JobSpec, JobState
 from tests.cluster.test_distribute_real import TORCH_CELL, lines
-from tests.cluster.tier import KUBECONFIG, MARKS, NAMESPACE, STATE, built, kubectl
+from tests.cluster.tier import KUBECONFIG, MARKS, NAMESPACE, built, kubectl, listed_registry
 from tests.image.bases import make_layout, push_base
-from tests.image.registries import Registry, start_registry
-from tests.support.require import executable
+from tests.image.registries import Registry
 
 pytestmark = MARKS
-LISTED = STATE / "registries"
 
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory) -> Iterator[Registry]:
     """A plain-HTTP registry on 127.0.0.1 that the tier's node agent pulls from."""
-    for name in ("docker-registry", "skopeo"):
-        executable(name)
-    reg = start_registry("plain", tmp_path_factory.mktemp("registry"))
-    line = f"http://{reg.host}\n"
-    with open(LISTED, "a") as f:
-        f.write(line)
-    try:
+    with listed_registry("plain", tmp_path_factory.mktemp("registry")) as reg:
         yield reg
-    finally:
-        kept = [ln for ln in LISTED.read_text().splitlines(True) if ln != line]
-        if kept:
-            LISTED.write_text("".join(kept))
-        else:
-            LISTED.unlink()
-        reg.stop()
 
 
 @pytest.fixture(scope="module")

@@ -17,13 +17,11 @@ from collections.abc import Iterator
 import pytest
 
 from tests.cluster.test_nodeagent_pull import LOWER, _layered
-from tests.cluster.tier import ADMIN, MARKS, NAMESPACE, STATE, create, kubectl, wait_for
+from tests.cluster.tier import ADMIN, MARKS, NAMESPACE, create, kubectl, listed_registry, wait_for
 from tests.image.bases import push_base
-from tests.image.registries import PASSWORD, USER, Registry, start_registry
-from tests.support.require import executable
+from tests.image.registries import PASSWORD, USER, Registry
 
 pytestmark = MARKS
-LISTED = STATE / "registries"
 
 MANIFEST = """
 apiVersion: v1
@@ -57,21 +55,8 @@ spec:
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory) -> Iterator[Registry]:
-    for name in ("docker-registry", "skopeo", "htpasswd"):
-        executable(name)
-    reg = start_registry("basic", tmp_path_factory.mktemp("registry"))
-    line = f"http://{reg.host}\n"
-    with open(LISTED, "a") as f:
-        f.write(line)
-    try:
+    with listed_registry("basic", tmp_path_factory.mktemp("registry"), "htpasswd") as reg:
         yield reg
-    finally:
-        kept = [ln for ln in LISTED.read_text().splitlines(True) if ln != line]
-        if kept:
-            LISTED.write_text("".join(kept))
-        else:
-            LISTED.unlink()
-        reg.stop()
 
 
 def _pod(name: str) -> dict:

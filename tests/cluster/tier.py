@@ -9,10 +9,13 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from tests.image.registries import Registry, start_registry
 from tests.support import require
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,3 +130,26 @@ spec:
     command: [python3, -c, "import os; print('line', os.environ['WHO'])"]
     env: [{{name: WHO, value: notebook}}]
 """
+
+
+@contextmanager
+def listed_registry(auth: str, folder: Path, *tools: str) -> Iterator[Registry]:
+    """A docker-registry on 127.0.0.1 (``auth`` as ``start_registry`` takes it) that the
+    node agent pulls from while it runs: listed in ``.cluster/registries``, which the
+    agent reads at each pull, and unlisted after."""
+    for name in ("docker-registry", "skopeo", *tools):
+        require.executable(name)
+    listed = STATE / "registries"
+    reg = start_registry(auth, folder)
+    line = f"http://{reg.host}\n"
+    with open(listed, "a") as f:
+        f.write(line)
+    try:
+        yield reg
+    finally:
+        kept = [ln for ln in listed.read_text().splitlines(True) if ln != line]
+        if kept:
+            listed.write_text("".join(kept))
+        else:
+            listed.unlink()
+        reg.stop()
