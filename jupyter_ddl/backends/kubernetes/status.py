@@ -118,7 +118,8 @@ def _failed_run(
     else the failed run a watch saw earlier of this very pod (``seen``, by pod uid)."""
     if pod is None:
         return None
-    last = ((container_status(kind, pod) or {}).get("lastState") or {}).get("terminated")
+    cs = container_status(kind, pod) or {}
+    last: Mapping[str, Any] | None = (cs.get("lastState") or {}).get("terminated")
     if last and (last.get("exitCode") or last.get("signal")):
         return last
     return (seen or {}).get((pod.get("metadata") or {}).get("uid") or "")
