@@ -111,12 +111,36 @@ def replica_status(kind: Kind, role: str, index: int, pod: dict[str, Any] | None
     return rs
 
 
-def _failed_run(kind: Kind, pod: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The last run of a pod's container, when it ended badly (the pod waits to restart)."""
+def _failed_run(
+    kind: Kind, pod: dict[str, Any] | None, seen: Mapping[str, Mapping[str, Any]] | None = None
+) -> Mapping[str, Any] | None:
+    """The last run of a pod's container, when it ended badly (the pod waits to restart),
+    else the failed run a watch saw earlier of this very pod (``seen``, by pod uid)."""
     if pod is None:
         return None
-    last = ((container_status(kind, pod) or {}).get("lastState") or {}).get("terminated")
-    return last if last and (last.get("exitCode") or last.get("signal")) else None
+    cs = container_status(kind, pod) or {}
+    last: Mapping[str, Any] | None = (cs.get("lastState") or {}).get("terminated")
+    if last and (last.get("exitCode") or last.get("signal")):
+        return last
+    return (seen or {}).get((pod.get("metadata") or {}).get("uid") or "")
+
+
+def own_failure(kind: Kind, pod: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The latest run of the replica's container that this pod object shows ended badly
+    on its own (``terminated`` with an exit code or signal: the current state of a
+    container about to restart, else ``lastState``), for a watch to remember. The pod's
+    next states may no longer show it: a job past its backoff limit has every pod
+    deleted before it is marked Failed, and a pod being torn down reports its killed
+    run, or only a waiting container. A pod already being deleted gives nothing: what
+    ends then was ended by the deletion, not a failure of its own."""
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return None
+    cs = container_status(kind, dict(pod)) or {}
+    for state in (cs.get("state"), cs.get("lastState")):
+        term = (state or {}).get("terminated")
+        if term and (term.get("exitCode") or term.get("signal")):
+            return dict(term)
+    return None
 
 
 def epoch(ts: str | None) -> float | None:
@@ -195,15 +219,19 @@ def job_status(
     namespace: str | None = None,
     gone: Sequence[dict[str, Any]] = (),
     last_lines: Mapping[str, Sequence[str]] | None = None,
+    seen_failures: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> JobStatus:
     """The JobStatus of a job object and the pods found with ``kind.pod_selector``.
     ``gone``: the last state of pods deleted as the job ended (cleanPodPolicy, a
     finished JobSet deleting its Jobs), so the replicas they were stay in the table.
     ``last_lines`` (replica id -> its last log lines, from a watch) lets a failure's
-    message name the exception of its root cause."""
+    message name the exception of its root cause. ``seen_failures`` (pod uid -> the failed
+    run a watch saw, ``own_failure``) keeps a replica that failed failed when its pod's
+    last state no longer shows that run."""
     md = obj.get("metadata") or {}
     by_id: dict[Key, dict[str, Any]] = {}
     ended: set[Key] = set()
+    deleting: set[Key] = set()  # pods still listed while the kubelet stops them
     for p in gone:
         key = kind.pod_replica(p)
         if key:
@@ -214,6 +242,8 @@ def job_status(
         if key:
             by_id[key] = p
             ended.discard(key)
+            if (p.get("metadata") or {}).get("deletionTimestamp"):
+                deleting.add(key)
     keys = expected_replicas(kind, obj)
     keys += [k for k in by_id if k not in keys]
     replicas = [replica_status(kind, r, i, by_id.get((r, i))) for r, i in keys]
@@ -224,17 +254,22 @@ def job_status(
     state, message = job_state(obj, replicas)
     for r in replicas:
         stopped = state == JobState.CANCELLED or (r.role, r.index) in ended
+        # a pod the job's end is deleting was stopped by it, whatever its phase says yet
+        stopped |= state.finished and (r.role, r.index) in deleting
         # a replica that crashed and restarted in a job that failed (its backoff limit
         # reached, whatever state its last run was caught in, even killed by the job's
         # end) failed: the root cause is read from it. So did one still in its first
         # back-off: the kubelet counts a restart only when the next container starts,
         # and the operator may end the job on another replica's restart first
-        last = _failed_run(kind, by_id.get((r.role, r.index)))
+        last = _failed_run(kind, by_id.get((r.role, r.index)), seen_failures)
         if state == JobState.FAILED and (r.restarts or last) and not r.state.finished:
             r.state = ReplicaState.FAILED
             if last:
                 r.exit_code = last.get("exitCode")
                 r.signal = int(last["signal"]) if last.get("signal") else None
+                # when it failed, not when the job's end stopped its next run: the
+                # root cause is the replica that failed first
+                r.ended = epoch(last.get("finishedAt")) or r.ended
         elif stopped and not r.state.finished:
             r.state = ReplicaState.TERMINATED
         elif state.finished and r.pod is None and not r.state.finished:

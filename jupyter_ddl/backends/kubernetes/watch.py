@@ -89,6 +89,7 @@ class JobWatcher:
         self.last_lines: dict[str, deque[str]] = {}
         self.pod_ids: dict[str, str] = {}  # pod name -> replica id
         self.gone: dict[str, dict[str, Any]] = {}  # last state of each deleted pod
+        self.failures: dict[str, dict[str, Any]] = {}  # pod uid -> S.own_failure seen
         self._latest: dict[str, float] = {}  # latest value of each training metric
         self._finished_at: float | None = None
         self._began = time.monotonic()
@@ -153,10 +154,12 @@ class JobWatcher:
         # pods deleted as the job ended (its pod deletions may be heard before its end)
         gone = list(self.gone.values()) if self._job_over() else []
         return S.job_status(self.kind, self.job, list(self.pods.values()), self.conn.namespace,
-                            gone=gone, last_lines=self.last_lines)  # fmt: skip
+                            gone=gone, last_lines=self.last_lines, seen_failures=self.failures)  # fmt: skip
 
     def _pod_event(self, etype: str, pod: dict[str, Any]) -> None:
         pname = pod["metadata"]["name"]
+        if (failed := S.own_failure(self.kind, pod)) is not None:  # kept: the pod's end may hide it
+            self.failures[pod["metadata"].get("uid") or ""] = failed
         if etype == "DELETED":
             old = self.pods.pop(pname, None)
             if old is not None:  # once the job is over, its replica stays, ended, as the

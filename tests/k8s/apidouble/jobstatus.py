@@ -44,12 +44,44 @@ def past_backoff_limit(job: dict[str, Any], kind: str, pods_by_type: dict[str, l
     return restarts > 0 if int(limit) == 0 else restarts >= int(limit)
 
 
+def exceeds_backoff_limit(job: dict[str, Any], pods_by_type: dict[str, list[dict[str, Any]]],
+                          counts: dict[str, int]) -> bool:  # fmt: skip
+    """training-operator's other check (v1.9 ``pkg/controller.v1/common/job.go``
+    ReconcileJobs, ``exceedsBackoffLimit``): a pod newly Failed (more than the job's
+    status counts) while not every replica is active, when the job's requeues so far
+    plus one exceed the limit. The double never requeues a job on an error, so that is
+    a limit of 0: under ``Never`` or ``ExitCode`` the first failed pod passes it."""
+    limit = ((job.get("spec") or {}).get("runPolicy") or {}).get("backoffLimit")
+    if limit is None:
+        return False
+    pods = [p for ps in pods_by_type.values() for p in ps]
+    failed = sum(phase(p) == "Failed" for p in pods)
+    known = sum(int(r.get("failed") or 0)
+                for r in ((job.get("status") or {}).get("replicaStatuses") or {}).values())  # fmt: skip
+    active = sum(phase(p) not in ("Succeeded", "Failed") and not p["metadata"].get("deletionTimestamp")
+                 for p in pods)  # fmt: skip
+    requeues = 0
+    return failed > known and active != sum(counts.values()) and requeues + 1 > int(limit)
+
+
+def over_backoff_limit(kind: str, job: dict[str, Any], pods_by_type: dict[str, list[dict[str, Any]]],
+                       counts: dict[str, int], policy_of: dict[str, str]) -> bool:  # fmt: skip
+    """Whether training-operator fails the job at its backoff limit (mpi-operator has
+    checks of its own: ``judge_v1`` reads only its launcher)."""
+    return kind != "MPIJob" and (
+        past_backoff_limit(job, kind, pods_by_type, policy_of)
+        or exceeds_backoff_limit(job, pods_by_type, counts)
+    )
+
+
 def judge_v1(kind: str, job: dict[str, Any], pods_by_type: dict[str, list[dict[str, Any]]],
              counts: dict[str, int], policy_of: dict[str, str]) -> tuple[str, str]:  # fmt: skip
     """(condition type, message) for TFJob, PyTorchJob and MPIJob."""
     name = job["metadata"]["name"]
     all_pods = [p for ps in pods_by_type.values() for p in ps]
-    if past_backoff_limit(job, kind, pods_by_type, policy_of):
+    if over_backoff_limit(kind, job, pods_by_type, counts, policy_of) or (
+        kind == "MPIJob" and past_backoff_limit(job, kind, pods_by_type, policy_of)
+    ):
         # training-operator names no kind here (pkg/controller.v1/common/job.go: "Job %s
         # has failed because ..."), seen on the real tier
         return (

@@ -215,7 +215,10 @@ class Kubelet(Scheduling):
                     P.pod("Running", [self._exited(main["name"], restarts, term, last), *side]),
                 )
                 restarts, last = restarts + 1, term
-                time.sleep(self._backoff(restarts))
+                time.sleep(self._backoff(restarts, name))
+                now = self.store.get(PODS, ns, name)
+                if now is None or now["metadata"].get("deletionTimestamp"):
+                    return  # deleted while it waited: a pod being deleted starts nothing
                 continue
             if sidecars:  # Istio's classic sidecar never exits: the pod runs on, unfinished
                 self._set_status(
@@ -274,7 +277,7 @@ class Kubelet(Scheduling):
                 name,
                 P.pod("Running", [self._exited(main["name"], restarts, term, last), *side]),
             )
-            time.sleep(self._backoff(restarts + 1))
+            time.sleep(self._backoff(restarts + 1, name))
             return restarts + 1, term, True
         self._set_status(
             ns, name, P.pod("Failed", [P.terminated(main["name"], restarts, term, last), *side])
@@ -294,8 +297,12 @@ class Kubelet(Scheduling):
             else P.crashloop(name, restarts, term)
         )
 
-    def _backoff(self, restarts: int) -> float:
-        """Seconds before restart number ``restarts``: none before the first."""
+    def _backoff(self, restarts: int, pod: str) -> float:
+        """Seconds before restart number ``restarts``: none before the first, unless
+        the scenario makes the pod's restarts slow."""
+        slow = self.scenario.match(pod, self.scenario.restart_after)
+        if slow is not None:
+            return self.scenario.restart_after[slow]
         return 0.05 if restarts <= 1 else self.scenario.restart_backoff
 
     def _pump(self, proc: subprocess.Popen[bytes], cid: str) -> None:

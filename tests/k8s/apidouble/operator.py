@@ -24,6 +24,7 @@ from typing import Any
 from . import envs
 from . import errors as E
 from . import jobstatus as J
+from .gc import delete_pod
 from .kubelet import record_event
 from .policy import Policy
 from .resources import Catalog, Resource
@@ -191,6 +192,17 @@ class Operator:
             return J.write_status(
                 self.store, res, job, {}, "Suspended", f"{kind} {name} is suspended."
             )
+        by_type = self._by_type(kind, pods)
+        if J.over_backoff_limit(kind, job, by_type, counts, policy_of):
+            # training-operator past the limit (v1.9 pkg/controller.v1/common/job.go
+            # ReconcileJobs, before it reconciles any pod): every pod is deleted first,
+            # whatever cleanPodPolicy says (DeletePodsAndServices of a job not yet
+            # finished), and only then is the Failed condition written, so a watch hears
+            # the pods go before the job fail
+            for p in pods:  # through the API: a pod on a node goes gracefully
+                delete_pod(self.store, ns, p["metadata"]["name"])
+            ctype, msg = J.judge_v1(kind, job, by_type, counts, policy_of)
+            return J.write_status(self.store, res, job, by_type, ctype, msg)
         self._exit_code_restarts(job, kind, pods, policy_of)
         have = {p["metadata"]["name"] for p in self._pods(ns, name)}
         have |= {

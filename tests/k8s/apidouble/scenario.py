@@ -15,6 +15,9 @@ class Scenario:
     image_pull: set[str] = field(default_factory=set)  # pod parts whose image never pulls
     oom: set[str] = field(default_factory=set)  # exit 137 reported as OOMKilled
     restart_backoff: float = 0.3
+    #: pod part -> seconds before the kubelet starts that pod's crashed container again
+    #: (a slow node, an image pulled again): meanwhile it shows the run that ended
+    restart_after: dict[str, float] = field(default_factory=dict)
     #: seconds each pod's image pull takes (the pod is Pending, ContainerCreating)
     pull_seconds: float = 0.0
     #: nodes pods are spread over, round robin (one node: nothing is ever multi-attached)
