@@ -97,6 +97,19 @@ stop() {
   rm -f "$RUN/$n.pid"
 }
 
+# ports_free: refuse to start beside another tier (another checkout's, or one whose
+# `down` never ran). Its etcd would answer this tier's health check, and the two would
+# share the bridge jddl0 and the pod range.
+ports_free() {
+  running etcd && return 0
+  local p
+  for p in "$API_PORT" "$ETCD_PORT" "$KUBELET_PORT"; do
+    if ss -Hltn "sport = :$p" 2>/dev/null | grep -q .; then
+      die "port $p is taken (another tier runs on this machine?): run scripts/cluster down where it was started, or set CLUSTER_API_PORT, CLUSTER_ETCD_PORT and CLUSTER_KUBELET_PORT"
+    fi
+  done
+}
+
 # Every network namespace, veth and bridge the node agent made (all named jddl*), even
 # when the agent died before removing them.
 remove_network() {

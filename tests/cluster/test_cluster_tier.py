@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import uuid
 
@@ -188,3 +189,62 @@ def test_a_tfjob_runs_to_succeeded_under_the_real_operator(tier):
     assert got["status"]["conditions"][-1]["type"] == "Succeeded", got["status"]
     logs = kubectl("-n", NAMESPACE, "logs", f"{name}-worker-0", check=False)
     assert f"hello from {name}" in logs.stdout, logs.stderr
+
+
+SLEEPER = """
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: python:3.11
+    command: [python3, -c, "import time; time.sleep(300)"]
+"""
+
+
+def _pod_networks() -> set[str]:
+    return {
+        ln.split()[0]
+        for ln in run("ip", "netns", "list").stdout.splitlines()
+        if ln.startswith("jddl")
+    }
+
+
+def test_a_second_tier_beside_a_running_one_is_refused_and_takes_nothing_down(tier, tmp_path):
+    """Another checkout's `up` while this tier runs: one line naming the taken port and
+    the way out, before it builds or starts anything; its `down` then leaves this tier's
+    pods on the network (its own agent never ran)."""
+    name = f"p-{uuid.uuid4().hex[:8]}"
+    assert create(SLEEPER.format(name=name)).returncode == 0
+    try:
+        wait_for(
+            f"{name} running",
+            lambda: (
+                json.loads(kubectl("-n", NAMESPACE, "get", "pod", name, "-o", "json").stdout)[
+                    "status"
+                ].get("phase")
+                == "Running"
+            ),
+        )
+        networks = _pod_networks()
+        assert networks, "a running pod has no network namespace"
+        other = tmp_path / "checkout"
+        shutil.copytree(CLUSTER.parent, other / "scripts")
+        up = run(str(other / "scripts" / "cluster"), "up", check=False, timeout=300)
+        assert up.returncode != 0
+        said = [ln for ln in up.stderr.splitlines() if ln.startswith("cluster: ")]
+        assert len(said) == 1 and "is taken" in said[0] and "scripts/cluster down" in said[0], (
+            up.stderr
+        )
+        assert "building" not in up.stdout and not (other / ".cluster" / "pki").exists()
+        down = run(str(other / "scripts" / "cluster"), "down", check=False, timeout=120)
+        assert down.returncode == 0, down.stderr
+        assert _pod_networks() >= networks, (
+            "the other checkout's down took this tier's pods off the network"
+        )
+        assert kubectl("get", "--raw", "/readyz").stdout == "ok"
+    finally:
+        kubectl("-n", NAMESPACE, "delete", "pod", name, "--wait=false", check=False)
