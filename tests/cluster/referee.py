@@ -167,6 +167,17 @@ class RealTier(Tier):
                                           kubeconfig=ADMIN, check=False))  # fmt: skip
 
     def quota(self, name: str, hard: dict[str, str]) -> None:
+        # a quota counts what the namespace holds already: pods of earlier scenarios
+        # still stopping would fill it before the scenario's job makes one (the double
+        # starts each scenario empty)
+        deadline, left = time.monotonic() + 120, ["?"]
+        while left and time.monotonic() < deadline:
+            got = kubectl("-n", self.namespace, "get", "pods", "-o", "json", kubeconfig=ADMIN)
+            left = [p["metadata"]["name"] for p in json.loads(got.stdout)["items"]
+                    if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]  # fmt: skip
+            if left:
+                time.sleep(0.5)
+        assert not left, f"pods of earlier scenarios still in {self.namespace}: {left}"
         self._apply({"apiVersion": "v1", "kind": "ResourceQuota",
                      "metadata": {"name": name, "namespace": self.namespace},
                      "spec": {"hard": hard}})  # fmt: skip
