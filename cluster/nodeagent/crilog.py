@@ -106,6 +106,7 @@ def follow(
     file holds nothing new. A rotation (the path names a new file) is followed into the
     new file once the old one is read to its end, as the kubelet's follow does."""
     f = path.open("rb")
+    ended = False
     try:
         f.seek(start)
         buf = b""
@@ -123,8 +124,13 @@ def follow(
                 f.close()
                 f = path.open("rb")
                 continue
-            if not alive():
+            if ended:
                 return
+            if not alive():
+                # its last lines may have reached the file since the read above: one
+                # more pass to the end (a traceback written as the process exits)
+                ended = True
+                continue
             time.sleep(poll)
     finally:
         f.close()

@@ -55,6 +55,10 @@ class PodRunner:
         self.logdir = logdir
         self.report = report
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        # (container, restart) -> its process and the threads copying its output to its log
+        self.runs: dict[
+            tuple[str, int], tuple[subprocess.Popen[bytes], list[threading.Thread]]
+        ] = {}
         self.statuses: dict[str, dict[str, Any]] = {}
         self.init_statuses: dict[str, dict[str, Any]] = {}
         self.pull_failures: dict[str, int] = {}
@@ -76,9 +80,19 @@ class PodRunner:
             self.logdir / f"{m['namespace']}_{m['name']}_{self.uid}" / container / f"{restart}.log"
         )
 
-    def running(self, container: str) -> bool:
-        p = self.procs.get(container)
-        return p is not None and p.poll() is None
+    def running(self, container: str, restart: int) -> bool:
+        """Whether run ``restart`` of ``container`` may still add to its log: its process
+        runs, or its output is still on its way from the pipes into the file (a log
+        follow that stopped at the exit lost the traceback the process wrote last)."""
+        run = self.runs.get((container, restart))
+        if run is None:
+            return False
+        p, pumps = run
+        if p.poll() is None:
+            return True
+        for t in pumps:  # they end at the pipes' end; a grandchild may hold one open
+            t.join(timeout=2.0)
+        return False
 
     def start(self) -> None:
         self.thread.start()
@@ -160,9 +174,14 @@ class PodRunner:
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
-        for stream, src in (("stdout", p.stdout), ("stderr", p.stderr)):
-            threading.Thread(target=writer.pump, args=(stream, src), daemon=True).start()
+        pumps = [
+            threading.Thread(target=writer.pump, args=(stream, src), daemon=True)
+            for stream, src in (("stdout", p.stdout), ("stderr", p.stderr))
+        ]
+        for t in pumps:
+            t.start()
         self.procs[c["name"]] = p
+        self.runs[(c["name"], restart)] = (p, pumps)
         if PIDDIR is not None:
             # `scripts/cluster down` stops what is listed here even if the agent died first
             (PIDDIR / str(p.pid)).write_text(self.uid)

@@ -118,7 +118,7 @@ def make_handler(lookup: Lookup) -> type[http.server.BaseHTTPRequestHandler]:
             try:
                 going = emit(crilog.render(recs, timestamps))
                 if follow and going and not previous:
-                    alive = lambda: runner.running(container)  # noqa: E731
+                    alive = lambda: runner.running(container, restart)  # noqa: E731
                     for r in crilog.follow(path, start, alive):
                         if not emit(crilog.render([r], timestamps)):
                             break

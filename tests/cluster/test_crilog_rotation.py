@@ -69,3 +69,21 @@ def test_since_keeps_the_records_from_the_cutoff():
     assert server.since_arg({"sinceTime": ["1970-01-01T00:00:20Z"]}) == 20.0
     assert abs(server.since_arg({"sinceSeconds": ["5"]}) - (time.time() - 5)) < 1
     assert server.since_arg({}) is None
+
+
+def test_a_follow_reads_what_reached_the_file_as_the_container_ended(tmp_path):
+    """The process has exited, and its last lines (a traceback) reach the file just as
+    the follow asks whether it still runs: the follow reads them before it ends."""
+    path = tmp_path / "0.log"
+    w = crilog.Writer(path)
+    w.pump("stdout", io.BytesIO(b"rank 1: reading my data shard\n"))
+
+    def alive() -> bool:
+        # the exit is seen after the pumps wrote the rest, before the follow read it
+        w.pump("stderr", io.BytesIO(b"Traceback (most recent call last):\nValueError: corrupt\n"))
+        return False
+
+    got = [r.text for r in crilog.follow(path, 0, alive, poll=0.01)]
+    w.close()
+    assert got == [b"rank 1: reading my data shard", b"Traceback (most recent call last):",
+                   b"ValueError: corrupt"]  # fmt: skip

@@ -194,7 +194,7 @@ def test_follow_streams_lines_as_they_come(tmp_path, tls):
     seen: list[dict] = []
     r = PodRunner(p, tmp_path, seen.append)
     r.start()
-    while not r.running("main"):
+    while not r.running("main", 0):
         time.sleep(0.05)
     srv = server.serve("127.0.0.1", 0, *tls, lambda ns, name: r)
     ctx = ssl._create_unverified_context()
