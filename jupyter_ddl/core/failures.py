@@ -27,6 +27,8 @@ CANCEL_MARKER = "jupyter-ddl: cancel requested; what follows is teardown, not a 
 #: how many lines of the root cause's own traceback are kept
 TAIL = 12
 
+_STOPPED = "stopped from outside by a signal"
+
 # A peer's failure seen from the other side, by the transports the strategies use.
 # Each pattern names the symptom shown beside a consequence.
 _SECONDARY: list[tuple[str, re.Pattern[str]]] = [
@@ -55,7 +57,7 @@ _SECONDARY: list[tuple[str, re.Pattern[str]]] = [
         ("gRPC peer unavailable", r"UnavailableError.*(Socket closed|failed to connect)"),
         # torchrun's agent was sent SIGTERM (its pod deleted as the job failed): a
         # process stopped from outside, not the failure that ended the job
-        ("stopped from outside by a signal", r"SignalException: Process \d+ got signal"),
+        (_STOPPED, r"SignalException: Process \d+ got signal"),
         # MPI and Horovod: the launcher or a peer reporting someone else's exit
         ("mpirun saw a rank exit", r"mpirun (noticed|detected) that|Primary job +terminated"),
         ("a rank called MPI_ABORT", r"MPI_ABORT was invoked on rank"),
@@ -183,12 +185,17 @@ def _traceback(lines: Sequence[str], limit: int) -> tuple[list[str], str | None]
     """(tail, exception line) of the last traceback in ``lines``. When that one is a
     launcher's wrapper (torchrun), the tracebacks its children printed since the wrapper
     before it stand in: the first that is not a peer's symptom, else the last."""
-    found = [
-        _block(lines, start, limit) for start, t in enumerate(lines) if t.strip() == _TRACEBACK
-    ]
+    starts = [i for i, t in enumerate(lines) if t.strip() == _TRACEBACK]
+    found = [_block(lines, start, limit) for start in starts]
     if not found:
         kept = [t for t in lines if t.strip()]
         return kept[-limit:], _named_exception(kept)
+    if len(starts) > 1 and symptom(found[-1][0]) == _STOPPED:
+        # stopped from outside as the job failed (its restart killed by the job's end):
+        # what the replica raised before, in an earlier run, is why
+        earlier = _traceback(lines[: starts[-1]], limit)
+        if earlier[1] is not None:
+            return earlier
     if not _wrapper(found[-1][1]):
         return found[-1]
     children: list[tuple[list[str], str | None]] = []

@@ -201,6 +201,30 @@ def test_a_torchrun_stopped_by_sigterm_gives_way_to_the_node_that_raised():
     assert failures.symptom(stopped) == "stopped from outside by a signal"
 
 
+def test_a_lone_node_whose_restart_was_stopped_names_what_it_raised_before():
+    """Seen on the real tier (TrainJob, one node, backoff limit 1): the cell raised, the
+    node restarted, and JobSet's deletion sent the restarted torchrun SIGTERM before
+    its cell ran: the last traceback is the signal, the cause is the run before it."""
+    first_run = [
+        "Traceback (most recent call last):", '  File "cell.py", line 1, in <module>',
+        "ValueError: the cell is broken",
+        "Traceback (most recent call last):", '  File "torchrun", line 8, in <module>',
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "cell.py FAILED",
+    ]  # fmt: skip
+    stopped_run = [
+        "Traceback (most recent call last):", '  File "torchrun", line 8, in <module>',
+        "torch.distributed.elastic.multiprocessing.api.SignalException: Process 2520 got signal: 15",
+    ]  # fmt: skip
+    node = ReplicaOutcome("node-0", "Failed", 0, 10.0, first_run + stopped_run, exit_code=1)
+    found = diagnose([node])
+    assert found.root is not None and found.root.replica == "node-0"
+    assert found.root.summary.startswith("ValueError: the cell is broken"), found.root.summary
+    # stopped with nothing raised before: the signal is all there is to say
+    alone = ReplicaOutcome("node-0", "Failed", 0, 10.0, stopped_run, exit_code=1)
+    assert "SignalException" in (diagnose([alone]).root or found.root).summary
+
+
 def test_when_every_failure_reads_as_a_peers_the_first_to_fail_leads():
     replicas = [
         ReplicaOutcome("master-0", "Failed", 0, 12.0, _nccl_peer(0), signal=6, order=0),
