@@ -35,13 +35,19 @@ start_training_operator() {
     --metrics-bind-address=127.0.0.1:18080 --health-probe-bind-address=127.0.0.1:18081 \
     --webhook-server-port="$TO_WEBHOOK_PORT" ${OPERATOR_GANG:+--gang-scheduler-name="$OPERATOR_GANG"}
   # its validating webhook must answer before a job is created (a PyTorchJob created
-  # before then is refused: "failed calling webhook ... connection refused"); not fatal
+  # before then is refused: "failed calling webhook ... connection refused")
+  webhook_answers "$TO_WEBHOOK_PORT" "the training-operator's" training-operator
+}
+
+# webhook_answers PORT WHOSE LOG: wait up to 90 s for a webhook server on PORT. Not
+# fatal: the operator may still come up, and the line names where to look.
+webhook_answers() {
   local i
   for ((i = 0; i < 360; i++)); do
-    curl -sk --max-time 2 -o /dev/null "https://127.0.0.1:$TO_WEBHOOK_PORT/" && return 0
+    curl -sk --max-time 2 -o /dev/null "https://127.0.0.1:$1/" && return 0
     sleep 0.25
   done
-  log "the training-operator's webhook does not answer yet (see .cluster/logs/training-operator.log)"
+  log "$2 webhook does not answer yet (see .cluster/logs/$3.log)"
 }
 
 # url_webhooks FILE BASE_URL VALIDATING_NAME MUTATING_NAME: a release's webhook
@@ -85,13 +91,8 @@ EOF
     "$BIN/jobset-controller" --config "$C/jobset.config.yaml"
   # JobSet's webhooks see every pod (exclusive placement) and fail closed: until its
   # server answers, any pod's creation is refused ("connection refused", seen right
-  # after up under load). Not fatal: the log names the cause.
-  local i
-  for ((i = 0; i < 360; i++)); do
-    curl -sk --max-time 2 -o /dev/null "https://127.0.0.1:$port/" && return 0
-    sleep 0.25
-  done
-  log "JobSet's webhook does not answer yet (see .cluster/logs/jobset-controller.log)"
+  # after up under load)
+  webhook_answers "$port" "JobSet's" jobset-controller
 }
 
 start_trainer() {
