@@ -243,10 +243,16 @@ def test_rwo_claim_on_two_nodes_is_multi_attach(api, double):
 
 
 def test_foreground_delete_keeps_the_job_until_its_pods_are_gone(api, double):
-    create(api, pytorchjob("fg", workers=1, command=("sleep", "30")), "pytorchjobs")
+    # The pods ignore SIGTERM and have a 5 s grace, so the kubelet takes that long to
+    # stop them: the job must stay (marked) all that time, not only for the instant
+    # a pod that dies on SIGTERM would give (a race CI lost once).
+    job = pytorchjob("fg", workers=1, command=("sh", "-c", "trap '' TERM; sleep 30"))
+    for rep in job["spec"]["pytorchReplicaSpecs"].values():
+        rep["template"] = {"spec": {**rep["template"]["spec"], "terminationGracePeriodSeconds": 5}}
+    create(api, job, "pytorchjobs")
     until(lambda: all(p["status"].get("phase") == "Running" for p in double.store.list("core/v1/pods", NS)[0])
           and len(double.store.list("core/v1/pods", NS)[0]) == 2, what="pods running")  # fmt: skip
-    client.CustomObjectsApi(api).delete_namespaced_custom_object(
+    answer = client.CustomObjectsApi(api).delete_namespaced_custom_object(
         "kubeflow.org",
         "v1",
         NS,
@@ -254,12 +260,19 @@ def test_foreground_delete_keeps_the_job_until_its_pods_are_gone(api, double):
         "fg",
         body=client.V1DeleteOptions(propagation_policy="Foreground"),
     )
+    # the API answers with the object as it keeps it: marked, held by the finalizer
+    assert answer["metadata"]["deletionTimestamp"]
+    assert "foregroundDeletion" in answer["metadata"]["finalizers"]
     held = double.store.get(PYTORCHJOBS, NS, "fg")
-    assert (
-        held["metadata"]["deletionTimestamp"]
-        and "foregroundDeletion" in held["metadata"]["finalizers"]
-    )
-    until(lambda: double.store.get(PYTORCHJOBS, NS, "fg") is None, what="job gone")
+    assert held is not None and held["metadata"]["deletionTimestamp"]
+
+    def gone_only_after_its_pods() -> bool:
+        job_now = double.store.get(PYTORCHJOBS, NS, "fg")  # read first: pods go before it
+        pods = double.store.list("core/v1/pods", NS)[0]
+        assert job_now is not None or pods == [], "job removed while its pods remain"
+        return job_now is None
+
+    until(gone_only_after_its_pods, what="job gone")
     assert double.store.list("core/v1/pods", NS)[0] == []
 
 
