@@ -204,11 +204,21 @@ def _tf_factory(strategy: str) -> Callable[[], Any]:
     return make
 
 
-def setup_tensorflow(strategy: str, env: dict[str, str], source: str = "") -> dict[str, Any]:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+def tensorflow_import_env() -> dict[str, str]:
+    """What a replica imports TensorFlow with unless the job says otherwise (a warm
+    interpreter imports it with the same, ``warm.import_defaults``). Both are read as
+    it loads: the C++ log level at the first message, which the import writes, and
+    TF_USE_LEGACY_KERAS decides whether Keras 3 is loaded at all."""
+    env = {"TF_CPP_MIN_LOG_LEVEL": "2"}
     # Keras 3 model.fit fails under MWMS; tf-keras (legacy) works when installed.
     if importlib.util.find_spec("tf_keras") is not None:
-        os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+        env["TF_USE_LEGACY_KERAS"] = "1"
+    return env
+
+
+def setup_tensorflow(strategy: str, env: dict[str, str], source: str = "") -> dict[str, Any]:
+    for name, value in tensorflow_import_env().items():
+        os.environ.setdefault(name, value)
     topo = tf_topology(env.get("TF_CONFIG", ""))
     if strategy == "tf-parameter-server":
         os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")

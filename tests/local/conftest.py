@@ -8,6 +8,7 @@ suite passes unchanged that way too); by default a test's first torch job is col
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
@@ -29,14 +30,14 @@ def _warm_first(request):
     ready_spare(request.getfixturevalue("data_dir"))
 
 
-def ready_spare(data_dir: Path, timeout: float = 120) -> int:
-    """Start a warm interpreter in ``data_dir`` (unless one runs) and wait until it
-    listens; returns its pid."""
+def ready_spare(data_dir: Path, timeout: float = 120, module: str = "torch") -> int:
+    """Start a warm interpreter of ``module`` in ``data_dir`` (unless one runs) and wait
+    until it listens; returns its pid."""
     root = warm.warm_dir(data_dir)
-    proc = warm.start_spare(root, 600, os.environ)
+    proc = warm.start_spare(root, 600, os.environ, module=module)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        socks = list(root.glob("*.sock"))
+        socks = [s for s in root.glob("*.sock") if _imports(root / f"{s.stem}.json", module)]
         if socks:
             return int(socks[0].stem)
         if proc is not None and proc.poll() is not None:
@@ -44,6 +45,13 @@ def ready_spare(data_dir: Path, timeout: float = 120) -> int:
             raise AssertionError(f"the warm interpreter exited: {log[-2000:]}")
         time.sleep(0.1)
     raise AssertionError(f"no warm interpreter listened in {timeout} s")
+
+
+def _imports(record: Path, module: str) -> bool:
+    try:
+        return json.loads(record.read_text()).get("module") == module
+    except (OSError, ValueError):
+        return False
 
 
 @pytest.fixture

@@ -26,12 +26,58 @@ def spec(strategy: str = "torch-ddp", **fields) -> JobSpec:
         ("torch-dp", {"Master": 1}, True),
         ("ignite", {"Master": 1, "Worker": 1}, True),
         ("deepspeed", {"Master": 1, "Worker": 1}, True),
-        ("tf-multi-worker-mirrored", {"Worker": 2}, False),
+        ("tf-multi-worker-mirrored", {"Worker": 2}, True),
+        ("tf-parameter-server", {"Chief": 1, "Worker": 1, "PS": 1}, True),
+        ("tf-mirrored", {"Worker": 1}, True),
         ("horovod", {"Launcher": 1, "Worker": 2}, False),
     ],
 )
-def test_only_torch_strategies_have_a_warm_path(strategy, replicas, warm_path):
-    assert warm.has_warm_path(spec(strategy, replicas=replicas)) is warm_path
+def test_torch_and_tensorflow_strategies_have_a_warm_path(strategy, replicas, warm_path):
+    job = spec(strategy, replicas=replicas)
+    assert warm.has_warm_path(job) is warm_path
+    if warm_path:  # a spare of the job's own framework serves it
+        framework = job.shape.strategy.framework
+        assert warm.module_of(job) == {"pytorch": "torch", "tensorflow": "tensorflow"}[framework]
+
+
+def test_tf_config_is_each_replicas_and_tfs_other_variables_are_the_spares():
+    fresh = {"TF_CPP_MIN_LOG_LEVEL": "2", "PATH": "/bin"}
+    launch_env = {**fresh, "TF_CONFIG": '{"task": {"type": "worker", "index": 1}}'}
+    assert forked.startup_difference(fresh, launch_env) is None
+    assert forked.startup_difference(fresh, {**launch_env, "TF_CPP_MIN_LOG_LEVEL": "0"}) == (
+        "TF_CPP_MIN_LOG_LEVEL"
+    )
+    assert forked.startup_difference(fresh, {**launch_env, "TF_USE_LEGACY_KERAS": "0"}) == (
+        "TF_USE_LEGACY_KERAS"
+    )
+    assert forked.startup_difference(fresh, {**launch_env, "KERAS_BACKEND": "jax"}) == (
+        "KERAS_BACKEND"
+    )
+
+
+def test_a_job_setting_a_variable_the_import_sets_otherwise_starts_cold():
+    fresh = forked.Fresh.capture(set(), [], {}, {"TF2_BEHAVIOR": "1"})
+    (same, other) = [
+        launch.Launch("Worker", 0, [sys.executable, "-u", "main.py"], env)
+        for env in ({"TF2_BEHAVIOR": "1"}, {"TF2_BEHAVIOR": "0"})
+    ]
+    assert forked.why_cold(same, fresh) is None
+    assert forked.why_cold(other, fresh) == (
+        "the job sets TF2_BEHAVIOR, which importing the framework sets to 1"
+    )
+
+
+def test_threads_python_did_not_start_are_found():
+    assert forked.foreign_threads([10, 11, 12], [10, None, 12]) == [11]
+    assert forked.foreign_threads([10], [10, 99]) == []
+
+
+def test_the_shims_tensorflow_defaults_are_what_a_spare_imports_with():
+    from jupyter_ddl.runtime import ddl_runtime
+
+    got = warm.import_defaults("tensorflow")
+    assert got == ddl_runtime.tensorflow_import_env() and got["TF_CPP_MIN_LOG_LEVEL"] == "2"
+    assert warm.import_defaults("torch") == {}
 
 
 def test_a_torch_job_that_cannot_fork_says_why():

@@ -117,7 +117,7 @@ class LocalBackend(Backend):
             raise _aborted(spec.name, e, jd.root) from None
         try:
             if self._start(spec, jd, python, bundle.requirements):
-                self._start_spare()  # for the next job like this one
+                self._start_spare(warm.module_of(spec))  # for the next job like this one
         except KeyboardInterrupt as e:
             if jd.supervisor() is not None:  # it runs: the submit is done
                 raise SubmitAborted(
@@ -136,8 +136,8 @@ class LocalBackend(Backend):
         return handle
 
     def _start(self, spec: JobSpec, jd: JobDir, python: str, requirements: Sequence[str]) -> bool:
-        """Give the job a supervisor, a warm spare's or a cold one; whether torch jobs
-        like it can start warm (a spare is then started for the next one)."""
+        """Give the job a supervisor, a warm spare's or a cold one; whether jobs like it
+        can start warm (a spare of its framework is then started for the next one)."""
         # the job's share of the kernel's environment: all that reaches its processes
         environ = job_environ(os.environ, self.config.local_env_passthrough, spec.secret_env)
         if self.config.local_warm_seconds <= 0 or not warm.has_warm_path(spec):
@@ -147,7 +147,7 @@ class LocalBackend(Backend):
         if cold is not None:  # this job never starts warm: no spare for it either
             self._cold(jd, environ, cold)
             return False
-        got = warm.hand_over(self._warm_dir, jd, environ)
+        got = warm.hand_over(self._warm_dir, jd, environ, warm.module_of(spec))
         if isinstance(got, str):
             self._cold(jd, environ, got)
         else:
@@ -165,12 +165,13 @@ class LocalBackend(Backend):
     def _warm_dir(self) -> Path:
         return warm.warm_dir(self.root.parent)
 
-    def _start_spare(self) -> None:
+    def _start_spare(self, module: str) -> None:
         proc = warm.start_spare(
             self._warm_dir,
             self.config.local_warm_seconds,
             os.environ,
             self.config.local_env_passthrough,
+            module,
         )
         if proc is not None:
             self._spawned.append(proc)  # reaped in _reap() once it exits

@@ -62,7 +62,7 @@ def start_supervisor(
 ) -> subprocess.Popen[bytes]:
     """The job's supervisor, in its own session (it survives the kernel and its Ctrl-C),
     started with ``environ`` (the job's share of the kernel's, ``launch.job_environ``);
-    ``cold``: why a torch job did not start from a warm interpreter (its log says so)."""
+    ``cold``: why a job with a warm path did not start from a warm interpreter (its log says so)."""
     argv = [sys.executable, "-m", "jupyter_ddl.backends.local.supervisor_main", str(jd.root)]
     fd = os.open(jd.supervisor_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
     with open(fd, "ab") as log:

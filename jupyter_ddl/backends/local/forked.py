@@ -1,7 +1,7 @@
 """Replicas forked from a warm interpreter, each behaving like a fresh ``python -u main.py``.
 
-A warm supervisor (see ``spare``) has imported torch without touching a device. A
-replica forked from it skips the import (most of a replica's start-up) but starts from
+A warm supervisor (see ``spare``) has imported torch or tensorflow without touching a
+device. A replica forked from it skips the import (most of a replica's start-up) but starts from
 the supervisor's state, so before the job's code runs the child makes itself what a
 fresh interpreter started by the supervisor would be:
 
@@ -26,6 +26,13 @@ child ``exec``s the launch's command instead: a cold start, said on its stderr.
 Variables the framework or the interpreter read while loading (``STARTUP_PREFIXES``)
 cannot change after the import: a launch whose values differ from the warm
 interpreter's starts cold (``why_cold``).
+
+A fork copies only the forking thread: one taken while the framework's runtime runs
+threads of its own (TensorFlow's once it ran an op or made a strategy) could leave a
+lock held forever in the child. Importing either framework starts none (the one
+native thread after ``import numpy`` is OpenBLAS's pool, which stops itself around a
+fork), and a replica is forked only when the supervisor runs no thread that Python did
+not start (``foreign_threads``); otherwise it starts cold and says so.
 """
 
 from __future__ import annotations
@@ -39,11 +46,12 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 import types
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any, NoReturn
 
@@ -56,8 +64,11 @@ from jupyter_ddl.backends.local.launch import Launch
 STARTUP_NAMES = frozenset({"HOME", "TZ", "LANG", "LANGUAGE", "GLIBC_TUNABLES"})
 STARTUP_PREFIXES = (
     "PYTHON", "LC_", "LD_", "OMP_", "GOMP_", "KMP_", "MKL_", "OPENBLAS_", "TORCH",
-    "PYTORCH_", "MALLOC_", "DNNL_", "ONEDNN_", "VIRTUAL_ENV", "CONDA_",
+    "PYTORCH_", "MALLOC_", "DNNL_", "ONEDNN_", "VIRTUAL_ENV", "CONDA_", "TF_", "KERAS_",
 )  # fmt: skip
+#: read only once the job's code runs (TF_CONFIG: when a strategy is made), and
+#: different for every replica
+PER_REPLICA = frozenset({"TF_CONFIG"})
 EMULATED = frozenset({"PYTHONUNBUFFERED"})
 
 
@@ -66,8 +77,29 @@ def startup_env(env: Mapping[str, str]) -> dict[str, str]:
     return {
         k: v
         for k, v in env.items()
-        if (k in STARTUP_NAMES or k.startswith(STARTUP_PREFIXES)) and k not in EMULATED
+        if (k in STARTUP_NAMES or k.startswith(STARTUP_PREFIXES))
+        and k not in EMULATED
+        and k not in PER_REPLICA
     }
+
+
+def foreign_threads(tasks: Iterable[int], python_threads: Iterable[int | None]) -> list[int]:
+    """Of a process's threads (``tasks``: ids under ``/proc/<pid>/task``), those that
+    Python did not start (``python_threads``: their native ids)."""
+    ours = {t for t in python_threads if t is not None}
+    return sorted(t for t in tasks if t not in ours)
+
+
+def running_foreign_threads() -> list[int]:
+    """This process's threads that Python did not start and that still run."""
+    tasks = [int(t) for t in os.listdir("/proc/self/task")]
+    # After a fork Python (3.11) keeps the forking thread's old native id: the calling
+    # thread's own is asked of the kernel, every other one's started after the fork.
+    me = threading.current_thread()
+    ids = [threading.get_native_id(), *(t.native_id for t in threading.enumerate() if t is not me)]
+    found = foreign_threads(tasks, ids)
+    # a Python thread that ended between the two looks is gone from /proc by now
+    return [t for t in found if os.path.exists(f"/proc/self/task/{t}")]
 
 
 def startup_difference(warm: Mapping[str, str], launch: Mapping[str, str]) -> str | None:
@@ -87,6 +119,8 @@ class Fresh:
     keep: frozenset[str]  # modules a fresh replica has once it imported the framework
     path_tail: list[str]  # sys.path after the script's directory, as a fresh one has it
     env: dict[str, str]  # the environment the framework was imported in (replica view)
+    import_env: dict[str, str] = field(default_factory=dict)  # what the import set
+    import_output: tuple[str, str] = ("", "")  # what it printed (stdout, stderr)
     meta_path: list[Any] = field(default_factory=list)
     path_hooks: list[Any] = field(default_factory=list)
     filters: list[Any] = field(default_factory=list)
@@ -94,10 +128,19 @@ class Fresh:
     switch: float = 0.005
 
     @classmethod
-    def capture(cls, keep: set[str], path_tail: list[str], env: Mapping[str, str]) -> Fresh:
+    def capture(
+        cls,
+        keep: set[str],
+        path_tail: list[str],
+        env: Mapping[str, str],
+        import_env: Mapping[str, str] | None = None,
+        import_output: tuple[str, str] = ("", ""),
+    ) -> Fresh:
         return cls(
             python=sys.executable, keep=frozenset(keep), path_tail=list(path_tail),
-            env=dict(env), meta_path=list(sys.meta_path), path_hooks=list(sys.path_hooks),
+            env=dict(env), import_env=dict(import_env or {}), import_output=import_output,
+            meta_path=list(sys.meta_path),
+            path_hooks=list(sys.path_hooks),
             filters=list(warnings.filters), recursion=sys.getrecursionlimit(),
             switch=sys.getswitchinterval(),
         )  # fmt: skip
@@ -117,6 +160,25 @@ def why_cold(launch: Launch, fresh: Fresh) -> str | None:
     name = startup_difference(fresh.env, launch.env)
     if name is not None:
         return f"{name} is not what the warm interpreter was started with"
+    for name, value in sorted(fresh.import_env.items()):
+        if launch.env.get(name, value) != value:
+            return f"the job sets {name}, which importing the framework sets to {value}"
+    return None
+
+
+def _thread_name(tid: int) -> str:
+    try:
+        with open(f"/proc/self/task/{tid}/comm") as f:
+            return f.read().strip() or str(tid)
+    except OSError:
+        return str(tid)
+
+
+def why_not_now() -> str | None:
+    """Why this process may fork no replica at this moment (None: it may)."""
+    if threads := running_foreign_threads():
+        names = ", ".join(sorted({_thread_name(t) for t in threads}))
+        return f"the warm interpreter runs threads Python did not start ({names})"
     return None
 
 
@@ -189,6 +251,7 @@ def _child(
         os.umask(umask)
         os.environ.clear()
         os.environ.update(launch.env)
+        os.environ.update(fresh.import_env)  # as the framework's import left a fresh one
     except BaseException:  # noqa: BLE001 - not even a replica: nothing can be said
         os._exit(127)
     try:
@@ -201,6 +264,9 @@ def _child(
             os.execv(argv[0], argv)
         finally:
             os._exit(127)
+    for fd, text in zip((1, 2), fresh.import_output, strict=True):  # a fresh import prints it
+        if text:
+            os.write(fd, text.encode(errors="replace"))
     status = 0
     try:
         exec(code, main.__dict__)
@@ -272,9 +338,7 @@ def _become_fresh(fresh: Fresh, entry: str) -> tuple[types.ModuleType, list[Any]
     warnings._filters_mutated()  # type: ignore[attr-defined]
     sys.excepthook, sys.displayhook = sys.__excepthook__, sys.__displayhook__
     sys.unraisablehook, sys.breakpointhook = sys.__unraisablehook__, sys.__breakpointhook__
-    threading = sys.modules.get("threading")
-    if threading is not None:
-        threading.excepthook = threading.__excepthook__  # type: ignore[attr-defined]
+    threading.excepthook = threading.__excepthook__
     sys.setrecursionlimit(fresh.recursion)
     sys.setswitchinterval(fresh.switch)
     sys.argv = [entry]

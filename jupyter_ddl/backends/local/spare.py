@@ -1,8 +1,8 @@
-"""A spare supervisor: a warm interpreter that forks every later torch job's supervisor.
+"""A spare supervisor: a warm interpreter that forks every later job's supervisor.
 
 Started by ``warm.start_spare`` (``python -c warm.BOOT``) in its own session, with only
-the variables the framework reads as it loads (``warm.spare_environ``). It has imported torch (no device touched)
-before anything of jupyter_ddl, noted what a fresh replica holds at that point
+the variables the framework reads as it loads (``warm.spare_environ``). It has imported
+its framework, torch or tensorflow (no device touched), before anything of jupyter_ddl, noted what a fresh replica holds at that point
 (``forked.Fresh``), and waits on ``<pid>.sock`` in the warm directory. Given a
 connection (``warm.hand_over``) it forks, and the child, in a session of its own, reads
 the job, checks it, answers and from then on *is* the job's supervisor, exactly as
@@ -40,9 +40,11 @@ from jupyter_ddl.backends.local.jobdir import FILE_MODE, JobDir, jobs_root
 POLL = 1.0  # seconds between looks at the idle time, a stop and the socket file
 
 
-def warm_up(keep: set[str], root: str) -> Fresh:
+def warm_up(keep: set[str], root: str, import_env: dict[str, str], printed: list[str]) -> Fresh:
     """What a fresh replica holds (``keep``: the modules loaded once the framework
-    was); its ``sys.path`` is asked of a fresh interpreter in the replicas' environment."""
+    was; ``import_env``: the variables importing it set; ``printed``: what it wrote to
+    stdout and stderr); its ``sys.path`` is asked of a fresh interpreter in the
+    replicas' environment."""
     env = {k: v for k, v in control.replica_environ().items() if k != warm.SPARE_ENV}
     probe = subprocess.run(
         [sys.executable, "-c", "import json, sys; print(json.dumps(sys.path))"],
@@ -51,7 +53,8 @@ def warm_up(keep: set[str], root: str) -> Fresh:
     path = json.loads(probe.stdout)
     # a script's directory leads sys.path (the child puts main.py's there), unless
     # PYTHONSAFEPATH says not to
-    return Fresh.capture(keep, path if env.get("PYTHONSAFEPATH") else path[1:], env)
+    tail = path if env.get("PYTHONSAFEPATH") else path[1:]
+    return Fresh.capture(keep, tail, env, import_env, (printed[0], printed[1]))
 
 
 def main(fresh: Fresh, root_dir: str, idle: float) -> int:
@@ -111,7 +114,7 @@ def _child(
     try:
         listener.close()
         with conn:
-            job = _answer(conn, root)
+            job = _answer(conn, root, fresh)
         if job is None:
             code = 0
         else:
@@ -159,14 +162,14 @@ def _forget(root: Path) -> None:
             path.unlink()
 
 
-def _answer(conn: socket.socket, root: Path) -> tuple[JobDir, dict[str, Any]] | None:
+def _answer(conn: socket.socket, root: Path, fresh: Fresh) -> tuple[JobDir, dict[str, Any]] | None:
     """In the spare's child: read a hand-over and answer it; the job and the request
     once committed to it, None when refused."""
     conn.settimeout(warm.ANSWER_TIMEOUT)
     try:
         _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
         request = json.loads(warm.read_line(conn) or b"null")
-        why = _refusal(request, uid, root)
+        why = _refusal(request, uid, root, fresh.keep)
         if why is not None:
             conn.sendall(json.dumps({"ok": False, "why": why}).encode() + b"\n")
             return None
@@ -195,13 +198,15 @@ def _session() -> int:
     return pid
 
 
-def _refusal(request: Any, uid: int, root: Path) -> str | None:
+def _refusal(request: Any, uid: int, root: Path, fresh_modules: frozenset[str]) -> str | None:
     if uid != os.getuid():
         return "another user"
     if not isinstance(request, dict) or not isinstance(request.get("environ"), dict):
         return "not a hand-over"
     if request.get("python") != sys.executable:
         return "another interpreter"
+    if request.get("module", "torch") not in fresh_modules:
+        return f"this warm interpreter has not imported {request.get('module')}"
     job = Path(str(request.get("job")))
     if job.parent != jobs_root(root.parent) or not JobDir(job).exists():
         return f"{job} is no job of {root.parent}"
@@ -259,4 +264,4 @@ def _take(jd: JobDir, request: dict[str, Any], fresh: Fresh, stop: Any, wake: An
     code = supervisor_main.run_job(jd, stop, wake, int(request.get("umask", 0o022)), fresh=fresh)
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
-    os._exit(code)  # torch's own shutdown would only cost time: everything is written
+    os._exit(code)  # the framework's own shutdown would only cost time: all is written

@@ -175,8 +175,10 @@ class Supervisor:
 
     def _choose_starts(self) -> None:
         """Fork each replica from this warm interpreter where it can be; the first
-        replica's log says why a torch job's could not (``cold start: ...``)."""
+        replica's log says why a job with a warm path could not (``cold start: ...``)."""
         why, fresh = self.cold, self.fresh
+        if fresh is not None and (now := forked.why_not_now()) is not None:
+            why, fresh = why or now, None
         if fresh is not None:
             for r in self._processes():
                 reason = forked.why_cold(r.launch, fresh)

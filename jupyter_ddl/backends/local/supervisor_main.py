@@ -67,7 +67,7 @@ def run_job(
     cold: str | None = None,
 ) -> int:
     """Supervise the job to its end (``fresh``: this interpreter is warm, replicas
-    may be forked from it; ``cold``: why a torch job's could not)."""
+    may be forked from it; ``cold``: why a job with a warm path could not)."""
     try:
         sup = Supervisor(jd, stop, umask, fresh=fresh, cold=cold)
     except (OSError, ValueError, KeyError, TypeError) as e:

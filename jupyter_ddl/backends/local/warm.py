@@ -2,18 +2,19 @@
 to a spare supervisor, starting the next spare.
 
 A *spare* (``spare.py``) is a supervisor started ahead of time, in its own session like
-any supervisor, that has imported torch (never touching a device) and waits on a Unix
-socket in ``<data dir>/warm/`` (0700) for a job directory. Given one, it forks a child
+any supervisor, that has imported a framework (torch or tensorflow, never touching a
+device) and waits on a Unix socket in ``<data dir>/warm/`` (0700) for a job directory. Given one, it forks a child
 that (in a session of its own) becomes that job's supervisor and forks the replicas from
 itself (``forked.py``) instead of starting fresh interpreters, so they skip the
 framework's import. The spare is never consumed: like a zygote it serves every job
 after the first, back to back or side by side, from the same untouched state, and
 imports the framework once, least favoured at first (see ``BOOT``). It stays while a
-job it started runs and ``local_warm_seconds`` after the last; a torch job that found
-none starts one for the next.
+job it started runs and ``local_warm_seconds`` after the last; a job that found none
+starts one, of its framework, for the next.
 
 Files per spare in the warm directory: ``<pid>.json`` (pid, start time, interpreter,
-package: written when it is started, so a second one is not started meanwhile) and
+package, the module it imports: written when it is started, so a second one is not
+started meanwhile) and
 ``<pid>.sock`` (there once it is ready). Both go when it exits.
 
 The hand-over: the kernel sends the job directory, the job's share of its environment
@@ -48,8 +49,9 @@ from jupyter_ddl.models import JobSpec
 
 #: marks a spare: its warm directory, in its environment
 SPARE_ENV = "JUPYTER_DDL_WARM_DIR"
-#: the framework a spare imports, and the strategies' framework it serves
-FRAMEWORK_MODULE, FRAMEWORK = "torch", "pytorch"
+#: the module a spare imports, by the strategies' framework it serves. MPI has none:
+#: mpirun (or an MPIJob's launcher) starts the ranks, no spare of ours is their parent.
+MODULES = {"pytorch": "torch", "tensorflow": "tensorflow"}
 CONNECT_TIMEOUT = 1.0
 ANSWER_TIMEOUT = 5.0  # a spare answers in milliseconds; one that does not is stopped
 MAX_MESSAGE = 1 << 22
@@ -86,13 +88,51 @@ def _least_favoured(yes):
                 os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
             except (AttributeError, OSError):
                 pass
+def _imported(name):
+    # What the import writes to fds 1 and 2 (TensorFlow's notices) is what a fresh
+    # replica prints as it imports: kept for every forked one (forked.Fresh), and
+    # copied to the spare's log.
+    import os
+    if not hasattr(os, "memfd_create"):
+        __import__(name)
+        return ["", ""]
+    caps, saved = [os.memfd_create(f"ddl-import-{fd}") for fd in (1, 2)], []
+    for fd, cap in zip((1, 2), caps):
+        saved.append(os.dup(fd))
+        os.dup2(cap, fd)
+    try:
+        __import__(name)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        out = []
+        for fd, cap, old in zip((1, 2), caps, saved):
+            os.dup2(old, fd)
+            os.close(old)
+            os.lseek(cap, 0, 0)
+            data = os.read(cap, 1 << 16)
+            os.close(cap)
+            os.write(fd, data)
+            out.append(data.decode(errors="replace"))
+    return out
 def _warm_up():
+    import json, os
     _least_favoured(True)
     try:
-        __import__(sys.argv[1])
+        # the job's defaults for the import only: the spare's environment stays the
+        # kernel's share, as the replicas' launch environment is compared with it
+        added = {k: v for k, v in json.loads(sys.argv[5]).items() if k not in os.environ}
+        os.environ.update(added)
+        before = dict(os.environ)
+        printed = _imported(sys.argv[1])
+        # what the import wrote into os.environ (TensorFlow sets TF2_BEHAVIOR and
+        # others): a fresh replica has it, so every forked one gets it back
+        wrote = {k: v for k, v in os.environ.items() if before.get(k) != v}
+        for k in added:
+            del os.environ[k]
         keep = set(sys.modules)
         from jupyter_ddl.backends.local import spare
-        _got.append(spare.warm_up(keep, sys.argv[2]))
+        _got.append(spare.warm_up(keep, sys.argv[2], wrote, printed))
     except BaseException as e:
         _got.append(e)
 _t = threading.Thread(target=_warm_up, name="ddl-warm-up")
@@ -122,13 +162,18 @@ def record_path(root: Path, pid: int) -> Path:
 
 # -- which jobs ------------------------------------------------------------------------
 def has_warm_path(spec: JobSpec) -> bool:
-    """Torch strategies can start warm; TensorFlow cannot (forking after importing it
-    is unsafe) and MPI ranks are mpirun's."""
-    return spec.shape.strategy.framework == FRAMEWORK
+    """Torch and TensorFlow strategies can start warm; MPI ranks are mpirun's."""
+    return spec.shape.strategy.framework in MODULES
+
+
+def module_of(spec: JobSpec) -> str:
+    """The module a spare for ``spec``'s jobs imports (a job with a warm path)."""
+    return MODULES[spec.shape.strategy.framework]
 
 
 def cold_reason(spec: JobSpec, requirements: Sequence[str], python: str) -> str | None:
-    """Why a torch job starts cold whatever spare there is (None: it can start warm)."""
+    """Why a job with a warm path starts cold whatever spare there is (None: it can
+    start warm)."""
     shape = spec.shape
     if spec.command:
         return "the job runs its own command"
@@ -145,10 +190,12 @@ def cold_reason(spec: JobSpec, requirements: Sequence[str], python: str) -> str 
 
 
 # -- the hand-over ---------------------------------------------------------------------
-def hand_over(root: Path, jd: JobDir, environ: Mapping[str, str]) -> tuple[int, float] | str:
-    """Give ``jd`` to a ready spare: its (pid, start time), now the job's supervisor; or
-    why none took it (the job then needs a cold supervisor)."""
-    spares = list(_spares(root))
+def hand_over(
+    root: Path, jd: JobDir, environ: Mapping[str, str], module: str = "torch"
+) -> tuple[int, float] | str:
+    """Give ``jd`` to a ready spare that imported ``module``: its (pid, start time), now
+    the job's supervisor; or why none took it (the job then needs a cold supervisor)."""
+    spares = list(_spares(root, module))
     ready = sorted((s for s in spares if socket_path(root, s[0]).exists()), reverse=True)
     if not ready:
         if spares:
@@ -157,7 +204,7 @@ def hand_over(root: Path, jd: JobDir, environ: Mapping[str, str]) -> tuple[int, 
     request = {
         "job": str(jd.root), "environ": dict(environ), "umask": current_umask(),
         "affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "python": sys.executable,
+        "python": sys.executable, "module": module,
     }  # fmt: skip
     why = ""
     for pid, started in ready:
@@ -258,9 +305,9 @@ def current_umask() -> int:
 
 
 # -- spares ----------------------------------------------------------------------------
-def _spares(root: Path) -> Iterator[tuple[int, float]]:
-    """(pid, start time) of the live spares of this interpreter and package; the
-    records of dead ones are removed."""
+def _spares(root: Path, module: str) -> Iterator[tuple[int, float]]:
+    """(pid, start time) of the live spares of this interpreter and package that
+    imported ``module``; the records of dead ones are removed."""
     if not root.is_dir():
         return
     for path in root.glob("*.json"):
@@ -271,7 +318,11 @@ def _spares(root: Path) -> Iterator[tuple[int, float]]:
             continue
         if ownership.identified(pid, started) is None:
             _forget(root, pid)
-        elif info.get("python") == sys.executable and info.get("package") == control.PACKAGE_PARENT:  # type: ignore[union-attr]  # fmt: skip
+        elif (
+            info.get("python") == sys.executable  # type: ignore[union-attr]
+            and info.get("package") == control.PACKAGE_PARENT  # type: ignore[union-attr]
+            and info.get("module", "torch") == module  # type: ignore[union-attr]
+        ):
             yield pid, started
 
 
@@ -293,12 +344,17 @@ def _stop(pid: int, started: float) -> None:
 
 
 def start_spare(
-    root: Path, seconds: float, environ: Mapping[str, str], passthrough: Iterable[str] = ()
+    root: Path,
+    seconds: float,
+    environ: Mapping[str, str],
+    passthrough: Iterable[str] = (),
+    module: str = "torch",
 ) -> subprocess.Popen[bytes] | None:
-    """Start a spare unless one of this interpreter is running or starting. It gets
-    ``spare_environ``: the framework is imported as its replicas will import it, and
-    nothing else of this kernel's environment is there for another kernel's jobs."""
-    if any(True for _ in _spares(root)):
+    """Start a spare that imports ``module`` unless one of this interpreter is running
+    or starting. It gets ``spare_environ``: the framework is imported as its replicas
+    will import it, and nothing else of this kernel's environment is there for another
+    kernel's jobs."""
+    if any(True for _ in _spares(root, module)):
         return None
     root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
     os.chmod(root, DIR_MODE)
@@ -307,8 +363,8 @@ def start_spare(
     fd = os.open(root / "spare.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     with open(fd, "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-u", "-c", BOOT, FRAMEWORK_MODULE, str(root), f"{seconds:g}",
-             f"{PROMOTE:g}"],
+            [sys.executable, "-u", "-c", BOOT, module, str(root), f"{seconds:g}",
+             f"{PROMOTE:g}", json.dumps(import_defaults(module))],
             cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip
@@ -319,9 +375,20 @@ def start_spare(
     write_json(
         record_path(root, proc.pid),
         {"pid": proc.pid, "create_time": started, "python": sys.executable,
-         "package": control.PACKAGE_PARENT},
+         "package": control.PACKAGE_PARENT, "module": module},
     )  # fmt: skip
     return proc
+
+
+def import_defaults(module: str) -> dict[str, str]:
+    """The variables a replica imports ``module`` with unless the job sets them (the
+    runtime shim sets them before its import), so the spare imports it alike; they are
+    not part of the spare's environment, which is compared with each launch's."""
+    if module == "tensorflow":
+        from jupyter_ddl.runtime.ddl_runtime import tensorflow_import_env
+
+        return tensorflow_import_env()
+    return {}
 
 
 def spare_environ(environ: Mapping[str, str], passthrough: Iterable[str] = ()) -> dict[str, str]:
