@@ -131,6 +131,22 @@ def cell_reads_name(source: str, name: str) -> bool:
     )
 
 
+def cell_uses_tensorflow(source: str) -> bool:
+    """Will a replica running this cell import TensorFlow? When the cell imports it
+    (or Keras), or reads the shim's ``strategy``, which makes one."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    roots = {"tensorflow", "keras", "tf_keras"}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import) and any(a.name.partition(".")[0] in roots for a in n.names):
+            return True
+        if isinstance(n, ast.ImportFrom) and (n.module or "").partition(".")[0] in roots:
+            return True
+    return cell_reads_name(source, "strategy")
+
+
 def strategy_at_startup(strategy: str, source: str) -> bool:
     """Must the shim create ``strategy`` before the cell runs? Only for strategies that
     configure the eager context, when the cell uses the shim's and builds none itself

@@ -34,10 +34,28 @@ def spec(strategy: str = "torch-ddp", **fields) -> JobSpec:
 )
 def test_torch_and_tensorflow_strategies_have_a_warm_path(strategy, replicas, warm_path):
     job = spec(strategy, replicas=replicas)
-    assert warm.has_warm_path(job) is warm_path
+    assert warm.has_warm_path(job, "import tensorflow as tf\n") is warm_path
     if warm_path:  # a spare of the job's own framework serves it
         framework = job.shape.strategy.framework
         assert warm.module_of(job) == {"pytorch": "torch", "tensorflow": "tensorflow"}[framework]
+
+
+@pytest.mark.parametrize(
+    ("cell", "uses"),
+    [
+        ("import tensorflow as tf\nprint(tf.__version__)\n", True),
+        ("from tensorflow import keras\n", True),
+        ("import keras\n", True),
+        ("with strategy.scope():\n    pass\n", True),  # the shim makes it: an import
+        ("print('hello')\n", False),
+        ("import numpy as np\nstrategy = 3\n", False),  # assigned, never read
+        ("def broken(:\n", False),
+    ],
+)
+def test_a_tensorflow_job_has_a_warm_path_only_when_its_cell_imports_tensorflow(cell, uses):
+    job = spec("tf-multi-worker-mirrored", replicas={"Worker": 2})
+    assert warm.has_warm_path(job, cell) is uses
+    assert warm.has_warm_path(spec(), cell) is True  # the shim imports torch anyway
 
 
 def test_tf_config_is_each_replicas_and_tfs_other_variables_are_the_spares():

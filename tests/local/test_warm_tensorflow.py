@@ -123,7 +123,8 @@ def test_a_tensorflow_job_is_never_handed_to_a_torch_spare(data_dir):
     require.module("tensorflow")
     torch_spare = ready_spare(data_dir)
     backend = LocalBackend()
-    name = submit(backend, "print('ran', flush=True)\n", "tf-mirrored", {"Worker": 1})
+    cell = "import tensorflow\nprint('ran', flush=True)\n"
+    name = submit(backend, cell, "tf-mirrored", {"Worker": 1})
     assert wait(backend, name, timeout=300).state == JobState.SUCCEEDED
     first = lines(backend, name, "worker-0")[0]
     assert first.startswith("cold start: no warm interpreter was running"), first

@@ -25,6 +25,7 @@ from jupyter_ddl.backends.local.launch import job_environ
 from jupyter_ddl.backends.local.logs import iter_logs
 from jupyter_ddl.backends.local.usage import UsageSampler
 from jupyter_ddl.config import Config, data_dir
+from jupyter_ddl.core.bundle import CELL
 from jupyter_ddl.core.strategies import CATALOG
 from jupyter_ddl.errors import (
     BackendUnavailable,
@@ -116,7 +117,7 @@ class LocalBackend(Backend):
             _discard(jd.root)
             raise _aborted(spec.name, e, jd.root) from None
         try:
-            if self._start(spec, jd, python, bundle.requirements):
+            if self._start(spec, jd, python, bundle):
                 self._start_spare(warm.module_of(spec))  # for the next job like this one
         except KeyboardInterrupt as e:
             if jd.supervisor() is not None:  # it runs: the submit is done
@@ -135,15 +136,16 @@ class LocalBackend(Backend):
             raise _aborted(spec.name, e, jd.root) from None
         return handle
 
-    def _start(self, spec: JobSpec, jd: JobDir, python: str, requirements: Sequence[str]) -> bool:
+    def _start(self, spec: JobSpec, jd: JobDir, python: str, bundle: CodeBundle) -> bool:
         """Give the job a supervisor, a warm spare's or a cold one; whether jobs like it
         can start warm (a spare of its framework is then started for the next one)."""
         # the job's share of the kernel's environment: all that reaches its processes
         environ = job_environ(os.environ, self.config.local_env_passthrough, spec.secret_env)
-        if self.config.local_warm_seconds <= 0 or not warm.has_warm_path(spec):
+        cell = bundle.files.get(CELL, b"").decode(errors="replace")
+        if self.config.local_warm_seconds <= 0 or not warm.has_warm_path(spec, cell):
             self._cold(jd, environ, None)
             return False
-        cold = warm.cold_reason(spec, requirements, python)
+        cold = warm.cold_reason(spec, bundle.requirements, python)
         if cold is not None:  # this job never starts warm: no spare for it either
             self._cold(jd, environ, cold)
             return False

@@ -161,9 +161,16 @@ def record_path(root: Path, pid: int) -> Path:
 
 
 # -- which jobs ------------------------------------------------------------------------
-def has_warm_path(spec: JobSpec) -> bool:
-    """Torch and TensorFlow strategies can start warm; MPI ranks are mpirun's."""
-    return spec.shape.strategy.framework in MODULES
+def has_warm_path(spec: JobSpec, cell: str) -> bool:
+    """Torch strategies can start warm (the shim imports torch); TensorFlow ones when
+    the cell imports it (a spare of it holds half a gigabyte: not for a cell that never
+    does); MPI ranks are mpirun's."""
+    framework = spec.shape.strategy.framework
+    if framework == "tensorflow":
+        from jupyter_ddl.runtime.ddl_runtime import cell_uses_tensorflow
+
+        return cell_uses_tensorflow(cell)
+    return framework in MODULES
 
 
 def module_of(spec: JobSpec) -> str:
