@@ -16,12 +16,14 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 RANK = """
-import os, torch, torch.distributed as dist
+import os, sys, torch, torch.distributed as dist
 from jupyter_ddl.runtime import ddl_runtime
 ddl_runtime.setup_torch(dict(os.environ), '', 'deepspeed')
 t = torch.ones(1) * (dist.get_rank() + 1)
 dist.all_reduce(t)
-print('rank', dist.get_rank(), 'of', dist.get_world_size(), 'sum', t.item(), flush=True)
+# one write: print's separate writes of each argument interleave between ranks under -u
+sys.stdout.write(f'rank {dist.get_rank()} of {dist.get_world_size()} sum {t.item()}\\n')
+sys.stdout.flush()
 dist.destroy_process_group()  # as the runtime's teardown does: no gloo thread at exit
 """
 

@@ -50,7 +50,12 @@ def spawned_warm_job(backend: LocalBackend, data_dir) -> tuple[str, object, set[
     job_dir = backend.job_dir(name)
     replicas = {r.pid for r in backend.get(name).replicas}
     pids = reported_pids(backend, name) | replicas
-    until(lambda: pids <= recorded(job_dir), what="replicas and children in processes.json")
+    # housekeeping records them; a loaded machine (CI beside other work) takes longer
+    until(
+        lambda: pids <= recorded(job_dir),
+        timeout=90,
+        what="replicas and children in processes.json",
+    )
     return name, job_dir, pids
 
 
