@@ -18,6 +18,7 @@ from jupyter_ddl.config import Config
 from jupyter_ddl.models import JobState
 from tests.local.conftest import lines, ready_spare, submit, wait
 from tests.local.test_faults import nothing_left
+from tests.local.test_warm import states, supervisor_record
 from tests.support import require
 
 pytestmark = [pytest.mark.timeout(400), pytest.mark.slow]
@@ -49,18 +50,6 @@ history = model.fit(x, tf.ones((32, 1)), epochs=2, batch_size=8, verbose=0)
 print(f"trained {len(history.history['loss'])} epochs", flush=True)
 """
 DIFFERENT = {"parent"}
-
-
-def states(backend: LocalBackend, name: str) -> dict[str, dict]:
-    return {
-        line.replica: json.loads(line.text[len("STATE ") :])
-        for line in backend.logs(name)
-        if line.text.startswith("STATE ")
-    }
-
-
-def supervisor_record(backend: LocalBackend, name: str) -> dict:
-    return json.loads((backend.job_dir(name) / "supervisor.json").read_text())
 
 
 def without_ports(env: dict[str, str]) -> dict[str, str]:
