@@ -93,7 +93,8 @@ def alive(pid: int) -> bool:
 
 
 def group_members(groups: set[int]) -> list[str]:
-    """Live processes whose process group is one of GROUPS, as 'pid command'."""
+    """Live processes whose process group is one of GROUPS, as 'pid command' (one
+    exiting, its command line already gone, is left out)."""
     found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -103,7 +104,8 @@ def group_members(groups: set[int]) -> list[str]:
             cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ")[:120]
         except OSError:
             continue
-        if fields[0] != "Z" and int(fields[2]) in groups:
+        # a process being killed has no command line left before it turns zombie
+        if fields[0] not in ("Z", "X") and int(fields[2]) in groups and cmd.strip():
             found.append(f"{proc.name} {cmd.decode(errors='replace')}")
     return found
 
