@@ -1,6 +1,6 @@
 """A spare supervisor: a warm interpreter that forks every later job's supervisor.
 
-Started by ``warm.start_spare`` (``python -c warm.BOOT``) in its own session, with only
+Started by ``warm.start_spare`` (``python -c boot.BOOT``) in its own session, with only
 the variables the framework reads as it loads (``warm.spare_environ``). It has imported
 its framework, torch or tensorflow (no device touched), before anything of jupyter_ddl, noted what a fresh replica holds at that point
 (``forked.Fresh``), and waits on ``<pid>.sock`` in the warm directory. Given a
@@ -187,7 +187,7 @@ def _session() -> int:
     """Fork a child into a session of its own; its pid here, 0 in it.
 
     The spare imported the framework in a session whose autogroup it made the least
-    favoured (``warm.BOOT``), so that the import never slowed a job. A supervisor left
+    favoured (``boot.BOOT``), so that the import never slowed a job. A supervisor left
     there would get almost no CPU beside busy replicas, its pipes would fill and stall
     them; a session leader cannot start a new session, but its child can, and a new
     session comes with a new autogroup at the normal weight. The fork happens in the
