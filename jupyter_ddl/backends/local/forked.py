@@ -1,9 +1,9 @@
 """Replicas forked from a warm interpreter, each behaving like a fresh ``python -u main.py``.
 
 A warm supervisor (see ``spare``) has imported torch or tensorflow without touching a
-device. A replica forked from it skips the import (most of a replica's start-up) but starts from
-the supervisor's state, so before the job's code runs the child makes itself what a
-fresh interpreter started by the supervisor would be:
+device. A replica forked from it skips the import (most of a replica's start-up) but
+starts from the supervisor's state, so before the job's code runs the child makes
+itself what a fresh interpreter started by the supervisor would be:
 
 * owned like any replica: the parent-death signal (``ownership``), its own session;
   signal handlers the supervisor installed reset, the signal mask cleared;
@@ -32,7 +32,7 @@ threads of its own (TensorFlow's once it ran an op or made a strategy) could lea
 lock held forever in the child. Importing either framework starts none (the one
 native thread after ``import numpy`` is OpenBLAS's pool, which stops itself around a
 fork), and a replica is forked only when the supervisor runs no thread that Python did
-not start (``foreign_threads``); otherwise it starts cold and says so.
+not start (``why_not_now``); otherwise it starts cold and says so.
 """
 
 from __future__ import annotations
