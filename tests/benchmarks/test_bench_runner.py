@@ -192,12 +192,12 @@ def test_real_package_lists_its_modules():
     assert "training_overhead" in names
     assert not {"table", "runner", "__main__"} & set(names)
     assert names == sorted(names, key=lambda n: (runner.ORDER + (n,)).index(n))
-    # The whole command stays under 28 minutes, start-up of each child included (the
+    # The whole command stays under 32 minutes, start-up of each child included (the
     # launch peers install torch into a fresh venv; the curves run 128 pods, 16 ranks).
     budgets = [
         runner.BUDGET_S.get(n, runner.DEFAULT_BUDGET_S) for n in set(names) | set(runner.ORDER)
     ]
-    assert sum(budgets) <= 1680
+    assert sum(budgets) <= 1920
 
 
 def test_call_kwargs_matches_each_signature():

@@ -60,10 +60,40 @@ def test_one_row_with_both_figures_through_the_local_backend(data_dir):
     from jupyter_ddl.backends import backend_class
 
     backend_class("local")  # the local backend must load: no skip once it is in the tree
-    # A budget smaller than one pair: it still measures one pair, then stops.
-    (row,) = to.run(repeats=3, quick=True, steps=40, budget_s=1)
-    assert row.area == "training overhead" and row.unit == "steps/s"
-    assert row.measure.endswith("40 steps, 1 runs")
-    assert row.ours > 1 and row.baseline is not None and row.baseline > 1
-    assert row.ratio is not None and row.passed == (row.ratio >= to.TARGET_RATIO)
-    assert row.ours_range == (row.ours, row.ours)
+    # A budget smaller than one pair: each row still measures one pair, then stops.
+    warm_row, first_row = to.run(repeats=3, quick=True, steps=40, budget_s=1)
+    assert warm_row.measure.endswith("40 steps, 1 runs")
+    assert first_row.measure.endswith(f"importing beside it, {to.QUICK_IMPORT_STEPS} steps, 1 runs")
+    for row in (warm_row, first_row):
+        assert row.area == "training overhead" and row.unit == "steps/s"
+        assert row.ours > 1 and row.baseline is not None and row.baseline > 1
+        assert row.ratio is not None and row.passed == (row.ratio >= to.TARGET_RATIO)
+        assert row.ours_range == (row.ours, row.ours)
+
+
+@pytest.mark.slow
+def test_the_first_job_row_starts_each_product_job_cold_beside_a_new_spare(data_dir):
+    """What makes the second row what it says: before each product job no spare is
+    left (so it starts cold), and each such job started a spare of its own."""
+    require.module("torch")
+    from jupyter_ddl.backends.local import warm
+    from jupyter_ddl.manager import JobManager
+
+    spares = warm.warm_dir(data_dir)
+    found: list[list[str]] = []  # the spare records each product job found stopped
+
+    def before() -> None:
+        found.append(sorted(p.stem for p in spares.glob("*.json")))
+        warm.stop_spares(spares)
+        assert not list(spares.glob("*.json")) and not list(spares.glob("*.sock"))
+
+    manager = JobManager()
+    try:
+        ours, hand = to._pairs(manager, data_dir, to.cell_source(20, 2), 2, None, before, "t")
+        found.append(sorted(p.stem for p in spares.glob("*.json")))
+    finally:
+        manager.close()
+        warm.stop_spares(spares)
+    assert len(ours) == len(hand) == 2 and min(ours + hand) > 1
+    first, second, after = found
+    assert first == [] and len(second) == len(after) == 1 and second != after

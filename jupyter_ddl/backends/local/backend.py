@@ -118,7 +118,7 @@ class LocalBackend(Backend):
             raise _aborted(spec.name, e, jd.root) from None
         try:
             if self._start(spec, jd, python, bundle):
-                self._start_spare(warm.module_of(spec))  # for the next job like this one
+                self._start_spare(warm.module_of(spec), jd)  # for the next job like it
         except KeyboardInterrupt as e:
             if jd.supervisor() is not None:  # it runs: the submit is done
                 raise SubmitAborted(
@@ -167,13 +167,14 @@ class LocalBackend(Backend):
     def _warm_dir(self) -> Path:
         return warm.warm_dir(self.root.parent)
 
-    def _start_spare(self, module: str) -> None:
+    def _start_spare(self, module: str, beside: JobDir) -> None:
         proc = warm.start_spare(
             self._warm_dir,
             self.config.local_warm_seconds,
             os.environ,
             self.config.local_env_passthrough,
             module,
+            beside,
         )
         if proc is not None:
             self._spawned.append(proc)  # reaped in _reap() once it exits

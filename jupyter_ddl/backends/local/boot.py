@@ -1,43 +1,55 @@
 """How a spare starts: the program it runs with ``python -c`` (``BOOT``), which imports
 the framework before anything of jupyter_ddl and then serves as ``spare.main``.
 ``warm.start_spare`` starts it; its arguments are the module, the warm directory, the
-idle seconds, ``PROMOTE`` and the import's variables (JSON)."""
+idle seconds, the cold job it imports beside (``beside``) and the import's variables
+(JSON)."""
 
 from __future__ import annotations
 
-__all__ = ["BOOT", "PROMOTE"]
+__all__ = ["BOOT", "beside"]
 
 # Run with ``python -c``: the framework is imported before anything of jupyter_ddl, so
 # the modules present then are exactly a fresh replica's once it imported the framework
-# (``forked.Fresh.keep``). The spare is started as a job starts, and that job's replicas
-# are busy importing the same framework, so the import begins least favoured: the
-# spare's session (its autogroup: Linux shares the CPU evenly between sessions whatever
-# their threads' nice values, and a spare importing at the normal weight beside a cold
-# 2-rank job made it about 50 % slower) at nice 19 (``/proc/self/autogroup``). It then
-# takes little CPU that anybody else wants. Waiting for an idle core instead, as an
-# earlier version did, left the spare unready on any busy machine (a training job,
-# other users), and a least-favoured import hardly moves on a saturated one: after
-# PROMOTE seconds (the starting job is past its own import by then) the autogroup goes
-# back to the normal weight, which any process may do (SCHED_IDLE, or a thread's nice
-# value, could not be undone without privileges). Without autogroups (containers) the
-# import thread's nice value of 19 is all there is, for the whole import. The import
-# happens once: the spare is never consumed (``spare.main``); the supervisors it forks
-# get sessions of their own at the normal weight (``spare._session``).
-PROMOTE = 5.0  # seconds a spare imports least favoured before the normal weight
+# (``forked.Fresh.keep``). The spare is started as a cold job starts, and that job's
+# replicas want the CPU (first for the same import, then to train), so the import runs
+# least favoured for as long as that job runs: the spare's session (its autogroup:
+# Linux shares the CPU evenly between sessions whatever their threads' nice values, and
+# a spare importing at the normal weight beside a 2-rank job cost it 7–18 % of its steps
+# in a 12 s window) at nice 19 (``/proc/self/autogroup``). It then takes the CPU nobody
+# else wants and little more. It goes back to the normal weight once imported, once that
+# job ended (``BESIDE``: the job's supervisor, pid and start time), or when a job finds
+# it still starting (``warm.promote``: a user waiting beats a job's last percent). A
+# fixed time at nice 19, as an earlier version had, let a training job that outlived it
+# share its steps with the import. Without autogroups (containers) the import thread's
+# nice value of 19 is all there is, for the whole import (a thread's nice value cannot
+# be lowered back without privileges). The import happens once: the spare is never
+# consumed (``spare.main``); the supervisors it forks get sessions of their own at the
+# normal weight (``spare._session``).
 BOOT = """\
-import sys, threading
+import os, sys, threading
 _got = []
-def _least_favoured(yes):
-    import os
+def _autogroup(nice, pid="self"):
+    # the session's autogroup nice value (see above); whether it was set
+    for _ in range(30):
+        try:
+            with open(f"/proc/{pid}/autogroup", "w") as f:
+                f.write(nice)
+            return True
+        except BlockingIOError:  # Linux takes one such write per 0.1 s, machine-wide
+            threading.Event().wait(0.11)
+        except OSError:
+            return False
+    return False
+def _beside(job):
+    # whether the cold job that started this spare still runs ("pid:ticks", its
+    # supervisor's pid and start time in clock ticks; "" for none)
+    pid, _, ticks = job.partition(":")
     try:
-        with open("/proc/self/autogroup", "w") as f:
-            f.write("19" if yes else "0")
-    except OSError:
-        if yes:  # no autogroups: the thread's nice value (it cannot be lowered back)
-            try:
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-            except (AttributeError, OSError):
-                pass
+        with open(f"/proc/{int(pid)}/stat", "rb") as f:
+            fields = f.read().rpartition(b")")[2].split()
+    except (OSError, ValueError):
+        return False
+    return fields[0] not in (b"Z", b"X") and fields[19].decode() == ticks
 def _imported(name):
     # What the import writes to fds 1 and 2 (TensorFlow's notices) is what a fresh
     # replica prints as it imports: kept for every forked one (forked.Fresh), and
@@ -65,9 +77,15 @@ def _imported(name):
             os.write(fd, data)
             out.append(data.decode(errors="replace"))
     return out
+_job = sys.argv[4]
+_grouped = bool(_job) and _autogroup("19")
 def _warm_up():
-    import json, os
-    _least_favoured(True)
+    import json
+    if _job and not _grouped:  # no autogroups: this thread's nice value, for good
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        except (AttributeError, OSError):
+            pass
     try:
         # the job's defaults for the import only: the spare's environment stays the
         # kernel's share, as the replicas' launch environment is compared with it
@@ -85,14 +103,55 @@ def _warm_up():
         _got.append(spare.warm_up(keep, sys.argv[2], wrote, printed))
     except BaseException as e:
         _got.append(e)
+def _watch(job):
+    # A process, not a thread, watches the job: the import holds the GIL for seconds
+    # at a time (dlopen of the framework's libraries), and least favoured beside busy
+    # replicas it gets about one CPU-second a minute. In a session of its own it is at
+    # the normal weight, so it sees the job end at once. It dies with the spare.
+    done, imported = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(done)
+        return pid, imported
+    try:
+        os.setsid()  # first: until then it shares the spare's CPU
+        import ctypes, select
+        ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG: SIGKILL when the spare ends
+        os.close(imported)
+        spare = os.getppid()
+        while _beside(job) and os.getppid() == spare:
+            if select.select([done], [], [], 0.2)[0]:  # closed: the import is done
+                break
+        else:
+            if os.getppid() == spare:
+                _autogroup("0", spare)
+    finally:
+        os._exit(0)
+_watcher = _watch(_job) if _grouped else None  # forked while no other thread runs
 _t = threading.Thread(target=_warm_up, name="ddl-warm-up")
 _t.start()
-_t.join(float(sys.argv[4]))
-_least_favoured(False)  # done or not: the spare forks supervisors at the normal weight
 _t.join()
+if _watcher is not None:  # done or not: the spare forks supervisors at the normal weight
+    os.close(_watcher[1])
+    os.waitpid(_watcher[0], 0)
+    _autogroup("0")
 if not _got or isinstance(_got[0], BaseException):
     print(f"jupyter-ddl: the warm interpreter could not start: {_got[0]!r}", file=sys.stderr)
     sys.exit(1)
 from jupyter_ddl.backends.local import spare
 sys.exit(spare.main(_got[0], sys.argv[2], float(sys.argv[3])))
 """
+
+
+def beside(pid: int | None) -> str:
+    """``BOOT``'s argument naming the cold job that starts a spare: its supervisor's pid
+    and start time (clock ticks since boot, ``/proc/<pid>/stat``), so that a pid used
+    again is not taken for it; "" when there is none or it is gone already."""
+    if pid is None:
+        return ""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rpartition(b")")[2].split()
+        return f"{pid}:{fields[19].decode()}"
+    except (OSError, IndexError, ValueError):
+        return ""

@@ -42,7 +42,7 @@ from typing import Any
 import psutil
 
 from jupyter_ddl.backends.local import control, ownership
-from jupyter_ddl.backends.local.boot import BOOT, PROMOTE
+from jupyter_ddl.backends.local.boot import BOOT, beside
 from jupyter_ddl.backends.local.forked import startup_env
 from jupyter_ddl.backends.local.jobdir import DIR_MODE, JobDir, read_json, write_json
 from jupyter_ddl.backends.local.launch import inherited_env
@@ -117,6 +117,8 @@ def hand_over(
     ready = sorted((s for s in spares if socket_path(root, s[0]).exists()), reverse=True)
     if not ready:
         if spares:
+            for pid, started in spares:  # somebody waits for it now: see boot.BOOT
+                promote(pid, started)
             return "the warm interpreter is still starting"
         return "no warm interpreter was running (one starts now, for the next job)"
     request = {
@@ -131,6 +133,23 @@ def hand_over(
             return answer
         why = answer
     return why
+
+
+def promote(pid: int, started: float) -> bool:
+    """Put a spare still importing back at the normal weight (its session's autogroup,
+    which its owner may raise to nice 0); whether that was done."""
+    if ownership.identified(pid, started) is None:
+        return False
+    for _ in range(3):  # Linux takes one such write per 0.1 s, machine-wide
+        try:
+            with open(f"/proc/{pid}/autogroup", "w") as f:
+                f.write("0")
+            return True
+        except BlockingIOError:
+            time.sleep(0.11)
+        except OSError:  # no autogroups (its thread's nice value stays), or gone
+            return False
+    return False
 
 
 def _ask(root: Path, pid: int, started: float, request: dict[str, Any]) -> tuple[int, float] | str:
@@ -267,11 +286,13 @@ def start_spare(
     environ: Mapping[str, str],
     passthrough: Iterable[str] = (),
     module: str = "torch",
+    job: JobDir | None = None,
 ) -> subprocess.Popen[bytes] | None:
     """Start a spare that imports ``module`` unless one of this interpreter is running
     or starting. It gets ``spare_environ``: the framework is imported as its replicas
     will import it, and nothing else of this kernel's environment is there for another
-    kernel's jobs."""
+    kernel's jobs. ``job``: the cold job that starts it (a spare is started only beside
+    one); the import stays least favoured while that job's supervisor runs (``boot.BOOT``)."""
     if any(True for _ in _spares(root, module)):
         return None
     root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
@@ -282,7 +303,7 @@ def start_spare(
     with open(fd, "ab") as log:
         proc = subprocess.Popen(
             [sys.executable, "-u", "-c", BOOT, module, str(root), f"{seconds:g}",
-             f"{PROMOTE:g}", json.dumps(import_defaults(module))],
+             beside(_supervisor_pid(job)), json.dumps(import_defaults(module))],
             cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip
@@ -296,6 +317,11 @@ def start_spare(
          "package": control.PACKAGE_PARENT, "module": module},
     )  # fmt: skip
     return proc
+
+
+def _supervisor_pid(job: JobDir | None) -> int | None:
+    pid = (job.supervisor() or {}).get("pid") if job is not None else None
+    return pid if isinstance(pid, int) else None
 
 
 def import_defaults(module: str) -> dict[str, str]:
