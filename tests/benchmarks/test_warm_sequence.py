@@ -86,5 +86,7 @@ def test_the_submit_benchmark_runs_in_its_short_form():
 def test_gaps_shrink_in_proportion_to_fit_the_budget():
     assert warm_sequence.fit(10, (5.0, 30.0), None) == (5.0, 30.0)
     low, high = warm_sequence.fit(10, (5.0, 30.0), 190)
-    assert high / low == pytest.approx(6) and 9 * (low + high) / 2 == pytest.approx(0.6 * 190)
+    assert high / low == pytest.approx(6) and 9 * (low + high) / 2 == pytest.approx(
+        warm_sequence.GAP_SHARE * 190
+    )
     assert warm_sequence.fit(3, (0.2, 0.5), 190) == (0.2, 0.5)
