@@ -17,7 +17,7 @@ import pytest
 from jupyter_ddl.backends.local import LocalBackend, warm
 from jupyter_ddl.config import Config
 from jupyter_ddl.models import JobState
-from tests.local.conftest import lines, ready_spare, submit, wait, wait_line
+from tests.local.conftest import lines, ready_spare, submit, wait
 from tests.local.test_faults import nothing_left, until
 from tests.support import require
 

@@ -11,20 +11,20 @@ __all__ = ["BOOT", "beside"]
 # Run with ``python -c``: the framework is imported before anything of jupyter_ddl, so
 # the modules present then are exactly a fresh replica's once it imported the framework
 # (``forked.Fresh.keep``). The spare is started as a cold job starts, and that job's
-# replicas want the CPU (first for the same import, then to train), so the import runs
-# least favoured for as long as that job runs: the spare's session (its autogroup:
-# Linux shares the CPU evenly between sessions whatever their threads' nice values, and
-# a spare importing at the normal weight beside a 2-rank job cost it 7–18 % of its steps
-# in a 12 s window) at nice 19 (``/proc/self/autogroup``). It then takes the CPU nobody
-# else wants and little more. It goes back to the normal weight once imported, once that
-# job ended (``BESIDE``: the job's supervisor, pid and start time), or when a job finds
-# it still starting (``warm.promote``: a user waiting beats a job's last percent). A
-# fixed time at nice 19, as an earlier version had, let a training job that outlived it
-# share its steps with the import. Without autogroups (containers) the import thread's
-# nice value of 19 is all there is, for the whole import (a thread's nice value cannot
-# be lowered back without privileges). The import happens once: the spare is never
-# consumed (``spare.main``); the supervisors it forks get sessions of their own at the
-# normal weight (``spare._session``).
+# replicas want the CPU (first for the same import, then to train), so the import waits
+# while that job runs (``beside``: its supervisor, pid and start time). Measured beside a
+# 2-rank gloo job: an import at the normal weight from 5 s on cost it 0.953× by hand; one
+# least favoured throughout (its session's autogroup at nice 19, taking only the CPU the
+# job left idle) still 0.87–0.97×, as each short wait of a rank let the import in to be
+# preempted again. The spare's session (its autogroup: Linux shares the CPU evenly
+# between sessions whatever their threads' nice values) waits at nice 19; a job that
+# finds the spare still starting puts it at nice 0 (``warm.promote``: a user waiting
+# beats a job's last percent), which the spare reads as its cue, as it does the end of
+# the job. It then imports at the normal weight. Without autogroups (containers) it
+# imports at once, its import thread at nice 19 (a thread's nice value cannot be lowered
+# back without privileges). The import happens once: the spare is never consumed
+# (``spare.main``); the supervisors it forks get sessions of their own at the normal
+# weight (``spare._session``).
 BOOT = """\
 import os, sys, threading
 _got = []
@@ -103,38 +103,20 @@ def _warm_up():
         _got.append(spare.warm_up(keep, sys.argv[2], wrote, printed))
     except BaseException as e:
         _got.append(e)
-def _watch(job):
-    # A process, not a thread, watches the job: the import holds the GIL for seconds
-    # at a time (dlopen of the framework's libraries), and least favoured beside busy
-    # replicas it gets about one CPU-second a minute. In a session of its own it is at
-    # the normal weight, so it sees the job end at once. It dies with the spare.
-    done, imported = os.pipe()
-    pid = os.fork()
-    if pid:
-        os.close(done)
-        return pid, imported
+def _asked():
+    # a job found this spare still starting: warm.promote put its autogroup at nice 0
     try:
-        os.setsid()  # first: until then it shares the spare's CPU
-        import ctypes, select
-        ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG: SIGKILL when the spare ends
-        os.close(imported)
-        spare = os.getppid()
-        while _beside(job) and os.getppid() == spare:
-            if select.select([done], [], [], 0.2)[0]:  # closed: the import is done
-                break
-        else:
-            if os.getppid() == spare:
-                _autogroup("0", spare)
-    finally:
-        os._exit(0)
-_watcher = _watch(_job) if _grouped else None  # forked while no other thread runs
+        with open("/proc/self/autogroup") as f:
+            return f.read().split()[-1] == "0"
+    except (OSError, IndexError):
+        return False
+if _grouped:  # the import waits while the job that started it runs, unless asked
+    while _beside(_job) and not _asked():
+        threading.Event().wait(0.2)
+    _autogroup("0")
 _t = threading.Thread(target=_warm_up, name="ddl-warm-up")
 _t.start()
 _t.join()
-if _watcher is not None:  # done or not: the spare forks supervisors at the normal weight
-    os.close(_watcher[1])
-    os.waitpid(_watcher[0], 0)
-    _autogroup("0")
 if not _got or isinstance(_got[0], BaseException):
     print(f"jupyter-ddl: the warm interpreter could not start: {_got[0]!r}", file=sys.stderr)
     sys.exit(1)
