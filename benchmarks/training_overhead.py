@@ -15,11 +15,11 @@ job trains (log capture, the supervisor, resource sampling). The two variants ru
 interleaved, in alternating order, so drift on a shared machine hits both alike.
 
 Two rows. *Warm*: every product job after the first is forked from the spare, which
-waits idle. *First job, spare importing*: each product job is the first of an idle
-period (the spares are stopped before it), so it starts cold and starts a spare that
-imports torch beside it while it trains; the timed steps are longer (``IMPORT_STEPS``)
-so that the import falls inside them. That is the issue's "with a spare present and
-importing".
+waits idle. *First job, its spare beside it*: each product job is the first of an idle
+period (the spares are stopped before it), so it starts cold and starts a spare beside
+it, whose import is due while the job trains (it waits for the job to end: see
+``boot.BOOT``); the timed steps are longer (``IMPORT_STEPS``), so that an import made
+then would fall inside them. That is the issue's "with a spare present and importing".
 """
 
 from __future__ import annotations
@@ -270,7 +270,7 @@ def run(
     return [
         _row(f"steps/s, torch-ddp 2 replicas gloo, {steps} steps, {len(warm_rows[0])} runs",
              *warm_rows),
-        _row(f"steps/s, first job of an idle period with its spare importing beside it, "
+        _row(f"steps/s, first job of an idle period with its spare started beside it, "
              f"{long_steps} steps, {len(first[0])} runs", *first),
     ]  # fmt: skip
 

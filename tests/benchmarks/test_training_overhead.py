@@ -63,7 +63,7 @@ def test_one_row_with_both_figures_through_the_local_backend(data_dir):
     # A budget smaller than one pair: each row still measures one pair, then stops.
     warm_row, first_row = to.run(repeats=3, quick=True, steps=40, budget_s=1)
     assert warm_row.measure.endswith("40 steps, 1 runs")
-    assert first_row.measure.endswith(f"importing beside it, {to.QUICK_IMPORT_STEPS} steps, 1 runs")
+    assert first_row.measure.endswith(f"started beside it, {to.QUICK_IMPORT_STEPS} steps, 1 runs")
     for row in (warm_row, first_row):
         assert row.area == "training overhead" and row.unit == "steps/s"
         assert row.ours > 1 and row.baseline is not None and row.baseline > 1
