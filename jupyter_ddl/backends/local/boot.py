@@ -28,11 +28,11 @@ __all__ = ["BOOT", "beside"]
 BOOT = """\
 import os, sys, threading
 _got = []
-def _autogroup(nice, pid="self"):
+def _autogroup(nice):
     # the session's autogroup nice value (see above); whether it was set
     for _ in range(30):
         try:
-            with open(f"/proc/{pid}/autogroup", "w") as f:
+            with open("/proc/self/autogroup", "w") as f:
                 f.write(nice)
             return True
         except BlockingIOError:  # Linux takes one such write per 0.1 s, machine-wide
@@ -47,14 +47,13 @@ def _beside(job):
     try:
         with open(f"/proc/{int(pid)}/stat", "rb") as f:
             fields = f.read().rpartition(b")")[2].split()
-    except (OSError, ValueError):
+        return fields[0] not in (b"Z", b"X") and fields[19].decode() == ticks
+    except (OSError, ValueError, IndexError):
         return False
-    return fields[0] not in (b"Z", b"X") and fields[19].decode() == ticks
 def _imported(name):
     # What the import writes to fds 1 and 2 (TensorFlow's notices) is what a fresh
     # replica prints as it imports: kept for every forked one (forked.Fresh), and
     # copied to the spare's log.
-    import os
     if not hasattr(os, "memfd_create"):
         __import__(name)
         return ["", ""]
@@ -114,6 +113,8 @@ if _grouped:  # the import waits while the job that started it runs, unless aske
     while _beside(_job) and not _asked():
         threading.Event().wait(0.2)
     _autogroup("0")
+# a thread of its own: without autogroups only its nice value is raised, never the
+# main thread's, which forks the supervisors
 _t = threading.Thread(target=_warm_up, name="ddl-warm-up")
 _t.start()
 _t.join()
