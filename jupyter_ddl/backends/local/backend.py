@@ -168,14 +168,9 @@ class LocalBackend(Backend):
         return warm.warm_dir(self.root.parent)
 
     def _start_spare(self, module: str, beside: JobDir) -> None:
-        proc = warm.start_spare(
-            self._warm_dir,
-            self.config.local_warm_seconds,
-            os.environ,
-            self.config.local_env_passthrough,
-            module,
-            beside,
-        )
+        c = self.config
+        args = (c.local_warm_seconds, os.environ, c.local_env_passthrough, module, beside)
+        proc = warm.start_spare(self._warm_dir, *args)
         if proc is not None:
             self._spawned.append(proc)  # reaped in _reap() once it exits
 
