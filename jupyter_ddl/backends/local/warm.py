@@ -8,7 +8,7 @@ that (in a session of its own) becomes that job's supervisor and forks the repli
 itself (``forked.py``) instead of starting fresh interpreters, so they skip the
 framework's import. The spare is never consumed: like a zygote it serves every job
 after the first, back to back or side by side, from the same untouched state, and
-imports the framework once, least favoured at first (see ``boot.BOOT``). It stays while a
+imports the framework once, after the cold job beside it (see ``boot.BOOT``). It stays while a
 job it started runs and ``local_warm_seconds`` after the last; a job that found none
 starts one, of its framework, for the next.
 
@@ -136,8 +136,8 @@ def hand_over(
 
 
 def promote(pid: int, started: float) -> bool:
-    """Put a spare still importing back at the normal weight (its session's autogroup,
-    which its owner may raise to nice 0); whether that was done."""
+    """Tell a spare still waiting to import (``boot.BOOT``) that a job wants it: its
+    session's autogroup back at nice 0, which its owner may do; whether that was done."""
     if ownership.identified(pid, started) is None:
         return False
     for _ in range(3):  # Linux takes one such write per 0.1 s, machine-wide
@@ -292,7 +292,7 @@ def start_spare(
     or starting. It gets ``spare_environ``: the framework is imported as its replicas
     will import it, and nothing else of this kernel's environment is there for another
     kernel's jobs. ``job``: the cold job that starts it (a spare is started only beside
-    one); the import stays least favoured while that job's supervisor runs (``boot.BOOT``)."""
+    one); the import waits while that job's supervisor runs (``boot.BOOT``)."""
     if any(True for _ in _spares(root, module)):
         return None
     root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
