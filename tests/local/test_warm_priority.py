@@ -1,7 +1,8 @@
 """When a spare imports, with real processes: not while the cold job that started it
 runs (even the CPU that job leaves idle is not free to it: a 2-rank gloo job lost
 3–13 % of its steps to an import there), but once that job ends or once a job finds it
-still starting; the supervisors and replicas it forks always at the normal weight.
+still starting (that job waits for it to get ready rather than start cold); the
+supervisors and replicas it forks always at the normal weight.
 Linux shares the CPU evenly between sessions (autogroups) whatever their threads' nice
 values: the spare waits with its session's autogroup at nice 19, and a hand-over that
 finds it waiting puts that back at nice 0, which the spare reads as its cue."""
@@ -20,7 +21,7 @@ import pytest
 from jupyter_ddl.backends.local import LocalBackend, boot, warm
 from jupyter_ddl.backends.local.jobdir import JobDir
 from jupyter_ddl.models import JobState
-from tests.local.conftest import ready_spare, submit, wait, wait_line
+from tests.local.conftest import lines, ready_spare, submit, wait, wait_line
 from tests.local.test_faults import until
 from tests.support import require
 
@@ -106,11 +107,39 @@ def test_a_job_that_finds_the_spare_waiting_starts_its_import(data_dir, running_
     assert not warm.promote(proc.pid, _started(proc) - 100)  # not that process: untouched
     assert _autogroup_nice(proc.pid) == 19
     jd = JobDir(data_dir / "jobs" / "nobody")
-    assert warm.hand_over(root, jd, {}) == "the warm interpreter is still starting"
+    assert warm.hand_over(root, jd, {}, wait=0) == "the warm interpreter is still starting"
     assert _autogroup_nice(proc.pid) == 0
     assert warm.promote(proc.pid, _started(proc))  # again: harmless
     assert running_job.poll() is None  # the job still runs; the spare gets ready regardless
     assert ready_spare(data_dir, timeout=240) == proc.pid
+
+
+@pytest.mark.skipif(not GROUPED, reason="this kernel has no autogroups (sched_autogroup)")
+def test_a_job_submitted_while_the_first_runs_waits_for_the_spare_and_starts_warm(data_dir):
+    """The second job of a notebook, submitted while the first (cold) one still runs,
+    finds the spare waiting beside it: it starts the spare's import and waits for it
+    rather than import the framework cold a second time beside it."""
+    require.module("torch")
+    backend = LocalBackend()
+    first = submit(
+        backend, "import time\nprint('up', flush=True)\ntime.sleep(120)\n", "torch-ddp", DDP
+    )
+    try:
+        wait_line(backend, first, "worker-0", "up")
+        spares = list(warm.warm_dir(data_dir).glob("*.json"))
+        assert len(spares) == 1 and not list(warm.warm_dir(data_dir).glob("*.sock"))
+        spare = int(spares[0].stem)
+        assert _autogroup_nice(spare) == 19  # waiting beside the running job
+        second = submit(backend, "print('second', flush=True)\n", "torch-ddp", DDP)
+        sup = JobDir(backend.job_dir(second)).supervisor()
+        assert sup is not None and psutil.Process(sup["pid"]).ppid() == spare
+        assert wait(backend, second).state == JobState.SUCCEEDED
+        said = lines(backend, second, "worker-0")
+        assert "second" in said and not [t for t in said if t.startswith("cold start:")]
+        assert backend.get(first).state == JobState.RUNNING  # it ran all along
+    finally:
+        backend.cancel(first)
+    assert wait(backend, first).state == JobState.CANCELLED
 
 
 def test_a_spare_started_beside_no_job_imports_at_the_normal_weight(data_dir):

@@ -21,7 +21,8 @@ The hand-over: the kernel sends the job directory, the job's share of its enviro
 (``launch.job_environ``, what a cold supervisor starts with), its umask and CPU affinity; the spare checks the job and
 answers ``ok`` (it is then committed: its child is the job's supervisor) or why not;
 the spare's child reads the request and answers, the spare never sees it.
-Anything else (no spare ready, no answer, the spare gone mid-way) leaves the job to a
+A job that finds its spare still starting waits for it, up to ``READY_WAIT``. Anything
+else (no spare, still not ready, no answer, the spare gone mid-way) leaves the job to a
 cold supervisor, and its first replica's log says why: ``cold start: <reason>``.
 """
 
@@ -56,6 +57,10 @@ MODULES = {"pytorch": "torch", "tensorflow": "tensorflow"}
 CONNECT_TIMEOUT = 1.0
 ANSWER_TIMEOUT = 5.0  # a spare answers in milliseconds; one that does not is stopped
 MAX_MESSAGE = 1 << 22
+# A job that finds a spare still starting waits for it this long (``hand_over``): torch's
+# import took 4 s on an idle 2-core machine here, TensorFlow's 8 s; a cold start as long.
+READY_WAIT = 30.0
+READY_POLL = 0.05
 EXIT_GRACE = 1.0  # how long a spare that closed on us may take to finish exiting
 
 
@@ -109,18 +114,29 @@ def cold_reason(spec: JobSpec, requirements: Sequence[str], python: str) -> str 
 
 # -- the hand-over ---------------------------------------------------------------------
 def hand_over(
-    root: Path, jd: JobDir, environ: Mapping[str, str], module: str = "torch"
+    root: Path,
+    jd: JobDir,
+    environ: Mapping[str, str],
+    module: str = "torch",
+    wait: float = READY_WAIT,
 ) -> tuple[int, float] | str:
     """Give ``jd`` to a ready spare that imported ``module``: its (pid, start time), now
-    the job's supervisor; or why none took it (the job then needs a cold supervisor)."""
+    the job's supervisor; or why none took it (the job then needs a cold supervisor).
+    A spare still starting is waited for, up to ``wait`` seconds."""
     spares = list(_spares(root, module))
-    ready = sorted((s for s in spares if socket_path(root, s[0]).exists()), reverse=True)
-    if not ready:
-        if spares:
-            for pid, started in spares:  # somebody waits for it now: see boot.BOOT
-                promote(pid, started)
-            return "the warm interpreter is still starting"
+    if not spares:
         return "no warm interpreter was running (one starts now, for the next job)"
+    ready = _ready(root, spares)
+    if not ready:
+        # Still starting: the job waits for it, its import now at the normal weight
+        # (``promote``, boot.BOOT); cold, it would import beside the spare's import,
+        # both slower. One not promoted (no autogroups) may crawl at nice 19: no wait.
+        waited = [s for s in spares if promote(*s)]
+        ready = _await_ready(root, waited, wait)
+        if not ready:
+            return "the warm interpreter is still starting" + (
+                f" ({wait:g} s waited)" if waited and wait > 0 else ""
+            )
     request = {
         "job": str(jd.root), "environ": dict(environ), "umask": current_umask(),
         "affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
@@ -133,6 +149,26 @@ def hand_over(
             return answer
         why = answer
     return why
+
+
+def _ready(root: Path, spares: Iterable[tuple[int, float]]) -> list[tuple[int, float]]:
+    return sorted((s for s in spares if socket_path(root, s[0]).exists()), reverse=True)
+
+
+def _await_ready(
+    root: Path, spares: list[tuple[int, float]], wait: float
+) -> list[tuple[int, float]]:
+    """The first of ``spares`` to get ready within ``wait`` seconds ([] if none did, or
+    all ended: a spare whose import failed is not waited for to the end)."""
+    deadline = time.monotonic() + wait
+    while spares:
+        if ready := _ready(root, spares):
+            return ready
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(READY_POLL)
+        spares = [s for s in spares if ownership.identified(*s) is not None]
+    return []
 
 
 def promote(pid: int, started: float) -> bool:
