@@ -4,8 +4,7 @@
 ``notebooks/<lang>/<name>.ipynb`` headless with nbclient (via ``notebooks/execute.py``,
 the same runner ``scripts/quickstart`` uses) against an isolated data directory, with
 ``DDL_WORKSHOP_QUICK=1`` (fewer steps and repeats, the same checks), and returns the
-executed notebook and its ``outcome`` dict. ``DDL_WORKSHOP_LANGS`` (comma-separated)
-picks the languages the run tests cover; all of them by default.
+executed notebook and its ``outcome`` dict. Which copies run: ``run_langs``.
 After the test, every job of that data directory must have finished and no process
 may still carry the directory in its environment.
 """
@@ -33,6 +32,19 @@ ARTIFACTS = REPO / ".test-artifacts" / "notebooks"
 ALL_LANGS = list(yaml.safe_load((NOTEBOOKS / "i18n" / "languages.yaml").read_text("utf-8")))
 _asked = [x.strip() for x in os.environ.get("DDL_WORKSHOP_LANGS", "").split(",") if x.strip()]
 LANGS = [lang for lang in ALL_LANGS if lang in _asked] if _asked else ALL_LANGS
+
+
+def run_langs(index: int) -> list[str]:
+    """The copies of the ``index``-th workshop notebook that a run test executes. The code
+    is the same in every language (test_notebooks checks each stored copy against the
+    sources), so by default the English copy runs, and one other, in turn per notebook:
+    every language's stored files run in a real kernel, and the suite does not run the
+    same code five times (that was a third of CI's time). ``DDL_WORKSHOP_LANGS``
+    (comma-separated) runs every notebook in exactly those languages; ``all`` in all."""
+    if _asked:
+        return ALL_LANGS if _asked == ["all"] else LANGS
+    others = [lang for lang in ALL_LANGS if lang != "en"]
+    return ["en", others[index % len(others)]] if others else ["en"]
 
 
 def notebook_path(name: str, lang: str = "en") -> Path:

@@ -24,6 +24,7 @@ from .conftest import (
     load_script,
     notebook_path,
     processes_using,
+    run_langs,
 )
 
 NAMES = [
@@ -168,8 +169,8 @@ def test_a_flag_the_product_does_not_know_is_caught():
 
 
 # -- running the notebooks (real kernels, real training processes) ------------------
-# Every notebook in every language (LANGS; DDL_WORKSHOP_LANGS narrows it): the code is
-# the same, the run proves the stored copy of that language works.
+# Each notebook in English and one other language, in turn (conftest.run_langs): the
+# code is the same in every copy (checked above), the run proves the stored copies work.
 
 
 @pytest.mark.slow
@@ -199,7 +200,7 @@ def test_quickstart_script(notebook_env):
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("lang", run_langs(NAMES.index("quickstart")))
 def test_quickstart(run_notebook, lang):
     _, outcome = run_notebook("quickstart", lang)
     assert outcome == {**outcome, "state": "Succeeded", "replicas": 2, "replicas_agree": True}
@@ -208,7 +209,7 @@ def test_quickstart(run_notebook, lang):
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("lang", run_langs(NAMES.index("why-it-helps")))
 def test_why_it_helps_plots_samples_per_second_from_real_runs(run_notebook, lang):
     nb, outcome = run_notebook("why-it-helps", lang)
     assert outcome["state"] == "Succeeded" and outcome["counts"] == [1, 2, 4]
@@ -255,7 +256,7 @@ def test_why_it_helps_plots_samples_per_second_from_real_runs(run_notebook, lang
 
 @pytest.mark.slow
 @pytest.mark.timeout(400)
-@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("lang", run_langs(NAMES.index("pytorch")))
 def test_pytorch(run_notebook, lang):
     from tests.support.require import module
 
@@ -274,7 +275,7 @@ def test_pytorch(run_notebook, lang):
 @pytest.mark.slow
 @pytest.mark.tensorflow
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("lang", run_langs(NAMES.index("tensorflow-strategies")))
 def test_tensorflow_strategies(run_notebook, lang):
     from tests.support.require import module
 
@@ -302,7 +303,7 @@ def test_tensorflow_strategies(run_notebook, lang):
 
 @pytest.mark.slow
 @pytest.mark.timeout(400)
-@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("lang", run_langs(NAMES.index("mpi-horovod")))
 def test_mpi_horovod(run_notebook, lang):
     from tests.support.require import executable, module
 
@@ -320,7 +321,7 @@ def test_mpi_horovod(run_notebook, lang):
 
 @pytest.mark.slow
 @pytest.mark.timeout(400)
-@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("lang", run_langs(NAMES.index("parallelism")))
 def test_parallelism(run_notebook, lang):
     from tests.support.require import executable, module
 
@@ -350,7 +351,7 @@ def test_parallelism(run_notebook, lang):
 
 @pytest.mark.slow
 @pytest.mark.timeout(400)
-@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("lang", run_langs(NAMES.index("when-it-breaks")))
 def test_when_it_breaks_shows_each_failure_as_described(run_notebook, lang):
     nb, outcome = run_notebook("when-it-breaks", lang)
     assert outcome["crash"] == {"state": "Failed", "failed_first": "worker-1", "exit_code": 3}
@@ -376,7 +377,7 @@ def test_when_it_breaks_shows_each_failure_as_described(run_notebook, lang):
 
 @pytest.mark.slow
 @pytest.mark.timeout(400)
-@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("lang", run_langs(NAMES.index("coming-from-pytorch")))
 def test_coming_from_pytorch_runs_each_source_shape(run_notebook, lang):
     from tests.support.require import executable, module
 
@@ -397,7 +398,7 @@ def test_coming_from_pytorch_runs_each_source_shape(run_notebook, lang):
 @pytest.mark.slow
 @pytest.mark.tensorflow
 @pytest.mark.timeout(400)
-@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("lang", run_langs(NAMES.index("coming-from-tensorflow")))
 def test_coming_from_tensorflow(run_notebook, lang):
     from tests.support.require import module
 
@@ -416,7 +417,7 @@ def test_coming_from_tensorflow(run_notebook, lang):
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("lang", run_langs(NAMES.index("laptop-to-cluster")))
 def test_laptop_to_cluster(run_notebook, lang, tmp_path, monkeypatch):
     # a learner's laptop: no cluster, so the cluster lab's cells are dry runs
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
