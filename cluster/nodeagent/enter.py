@@ -61,10 +61,12 @@ def ensure(target: str, is_file: bool, mounted: list[str], record: str | None) -
     while not os.path.lexists(os.path.dirname(missing)):
         missing = os.path.dirname(missing)
     os.makedirs(os.path.dirname(target), exist_ok=True)
+    # Both may race another container of this machine making the same point (an MPIJob's
+    # two workers mounting their ssh Secret at /root/.ssh): neither fails if it won.
     if is_file:
         open(target, "a").close()
     else:
-        os.mkdir(target)
+        os.makedirs(target, exist_ok=True)
     if record and not any(_under(os.path.realpath(missing), m) for m in mounted):
         with open(record, "a") as f:
             f.write(missing + "\n")

@@ -4,6 +4,7 @@ processes with the kubelet's statuses, and the kubelet log API over HTTPS."""
 from __future__ import annotations
 
 import base64
+import os
 import ssl
 import subprocess
 import sys
@@ -407,3 +408,20 @@ def test_a_missing_mount_point_is_made_and_its_top_recorded_unless_inside_a_moun
     assert record.read_text().splitlines() == [str(tmp_path / "a"), str(tmp_path / "a" / "file")]
     enter.ensure(str(tmp_path / "a" / "b"), False, [], str(record))  # there: nothing new
     assert len(record.read_text().splitlines()) == 2
+
+
+def test_a_mount_point_another_container_makes_first_is_no_error(tmp_path, monkeypatch):
+    """An MPIJob's two workers on this machine both mount their ssh Secret at a missing
+    /root/.ssh: the one that finds it missing but makes it second still starts."""
+    target, record = tmp_path / "root" / ".ssh", tmp_path / "mountpoints"
+    real = os.path.lexists
+
+    def the_other_worker_makes_it_just_after_this_check(p):
+        there = real(p)
+        if p == str(target) and not there:
+            target.mkdir(parents=True)
+        return there
+
+    monkeypatch.setattr(enter.os.path, "lexists", the_other_worker_makes_it_just_after_this_check)
+    enter.ensure(str(target), False, [], str(record))
+    assert target.is_dir() and record.read_text().splitlines() == [str(target)]
