@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 
@@ -112,6 +113,24 @@ def test_a_job_that_finds_the_spare_waiting_starts_its_import(data_dir, running_
     assert warm.promote(proc.pid, _started(proc))  # again: harmless
     assert running_job.poll() is None  # the job still runs; the spare gets ready regardless
     assert ready_spare(data_dir, timeout=240) == proc.pid
+
+
+@pytest.mark.skipif(not GROUPED, reason="this kernel has no autogroups (sched_autogroup)")
+def test_a_job_waiting_for_a_spare_that_dies_stops_waiting_and_says_so(data_dir, running_job):
+    """The spare ends while a job waits for it: the job stops waiting then, not at
+    READY_WAIT, and its reason says the spare ended and how long it waited."""
+    require.module("torch")
+    root = warm.warm_dir(data_dir)
+    proc = warm.start_spare(root, 600, os.environ, job=_job_of(data_dir, running_job))
+    assert proc is not None
+    until(lambda: _autogroup_nice(proc.pid) == 19, timeout=30, what="the least favoured wait")
+    threading.Timer(1.0, proc.kill).start()
+    why = warm.hand_over(root, JobDir(data_dir / "jobs" / "nobody"), {}, wait=warm.READY_WAIT)
+    proc.wait()
+    assert isinstance(why, str) and why.startswith(
+        "the warm interpreter ended before it was ready ("
+    )
+    assert 0.5 < float(why.rsplit("(", 1)[1].split()[0]) < warm.READY_WAIT
 
 
 @pytest.mark.skipif(not GROUPED, reason="this kernel has no autogroups (sched_autogroup)")

@@ -132,11 +132,13 @@ def hand_over(
         # (``promote``, boot.BOOT); cold, it would import beside the spare's import,
         # both slower. One not promoted (no autogroups) may crawl at nice 19: no wait.
         waited = [s for s in spares if promote(*s)]
+        since = time.monotonic()
         ready = _await_ready(root, waited, wait)
         if not ready:
-            return "the warm interpreter is still starting" + (
-                f" ({wait:g} s waited)" if waited and wait > 0 else ""
-            )
+            spent = f" ({time.monotonic() - since:.1f} s waited)" if waited and wait > 0 else ""
+            if waited and not any(ownership.identified(*s) for s in waited):
+                return "the warm interpreter ended before it was ready" + spent
+            return "the warm interpreter is still starting" + spent
     request = {
         "job": str(jd.root), "environ": dict(environ), "umask": current_umask(),
         "affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
