@@ -307,7 +307,16 @@ def _pairs(
     return ours, hand
 
 
+def paired_ratio(ours: list[float], hand: list[float]) -> tuple[float, tuple[float, float]]:
+    """Median and range of ours / by hand within each pair. The two runs of a pair are
+    back to back, so a change of the machine's load between pairs, which moves both
+    medians (±10 % here), cancels in it."""
+    return summarize([o / h for o, h in zip(ours, hand, strict=True)])
+
+
 def _row(measure: str, ours: list[float], hand: list[float]) -> Row:
+    pair_med, (pair_low, pair_high) = paired_ratio(ours, hand)
+    measure += f", per pair {pair_med:.3f}× ({pair_low:.3f}–{pair_high:.3f})"
     ours_med, ours_rng = summarize(ours)
     hand_med, hand_rng = summarize(hand)
     ratio = ours_med / hand_med if hand_med else 0.0

@@ -29,6 +29,18 @@ def test_cell_is_valid_python_with_the_counts_filled_in():
     assert "range(7)" in src and "range(3)" in src and "{" not in src.split("print(f")[0]
 
 
+def test_the_per_pair_ratio_is_the_median_of_each_pairs_own_ratio():
+    # pairs at 0.7, 1.05 and 1.13: their median, beside the medians' ratio (70 / 84)
+    ours, hand = [70.0, 63.0, 95.0], [100.0, 60.0, 84.0]
+    pair, (low, high) = to.paired_ratio(ours, hand)
+    assert (pair, low, high) == (63.0 / 60.0, 0.7, 95.0 / 84.0)
+    row = to._row("steps/s, x, 3 runs", ours, hand)
+    assert row.measure == "steps/s, x, 3 runs, per pair 1.050× (0.700–1.131)"
+    assert row.ratio == 70.0 / 84.0
+    with pytest.raises(ValueError):
+        to.paired_ratio([1.0], [])
+
+
 @pytest.mark.slow
 def test_by_hand_two_ranks_train_and_report(tmp_path):
     require.module("torch")
@@ -62,8 +74,10 @@ def test_one_row_with_both_figures_through_the_local_backend(data_dir):
     backend_class("local")  # the local backend must load: no skip once it is in the tree
     # A budget smaller than one pair: each row still measures one pair, then stops.
     warm_row, first_row = to.run(repeats=3, quick=True, steps=40, budget_s=1)
-    assert warm_row.measure.endswith("40 steps, 1 runs")
-    assert first_row.measure.endswith(f"started beside it, {to.QUICK_IMPORT_STEPS} steps, 1 runs")
+    assert "40 steps, 1 runs, per pair " in warm_row.measure
+    assert (
+        f"started beside it, {to.QUICK_IMPORT_STEPS} steps, 1 runs, per pair " in first_row.measure
+    )
     for row in (warm_row, first_row):
         assert row.area == "training overhead" and row.unit == "steps/s"
         assert row.ours > 1 and row.baseline is not None and row.baseline > 1
