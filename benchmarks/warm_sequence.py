@@ -60,6 +60,12 @@ while time.time() < end:
 """
 # after the training cell: its dashboard is not one the launch watcher should pick
 FORGET_TRAINING = "_bench_seen.update(_bench_magics.dashboards)\n"
+# before the kernels go: the jobs they started end with the benchmark (the short form's
+# training job still runs at its last launch), their processes waited for
+END_JOBS = """\
+for _j in _bench_magics.manager.list():
+    _bench_magics.manager.delete(_j.name)
+"""
 # what the job's first lines say of its start, before the collect deletes it
 COLD_LINE = (
     '_bench_out["cold"] = next((ln.text for ln in _m.logs(_bench_out["name"]) '
@@ -174,6 +180,10 @@ def run(repeats: int = 1, quick: bool = False, budget_s: float | None = None) ->
                 for step in (ours_once, peers_once) if i % 2 == 0 else (peers_once, ours_once):
                     step()
         finally:
+            try:
+                kernels[0].run(END_JOBS, timeout=120)
+            except RuntimeError as e:  # set-up failed before the magics loaded: no jobs
+                _say(f"ending the jobs: {e}")
             for k in kernels:
                 try:
                     k.close()

@@ -5,7 +5,9 @@ runs and yields its rows, never how fast)."""
 from __future__ import annotations
 
 import math
+import tempfile
 
+import psutil
 import pytest
 from support import require
 
@@ -53,14 +55,21 @@ def test_sequence_rows_say_when_accelerate_could_not_run():
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_the_sequence_runs_in_its_short_form():
+def test_the_sequence_runs_in_its_short_form(tmp_path, monkeypatch):
     require.module("torch")
     require.module("ipykernel")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where its throw-away dir goes
     rows = warm_sequence.run(quick=True)
     assert [r.measure for r in rows][0] == "fraction of jobs after the first that started warm"
     assert len(rows) == 5
     assert all(math.isfinite(r.ours) for r in rows if not r.error)
     assert 0 <= rows[0].ours <= 1
+    # its jobs ended with it: the training job (still running at the short form's last
+    # launch), its supervisors and its spare; nothing made its data dir again
+    left = [p.info for p in psutil.process_iter(["pid", "cmdline"])
+            if str(tmp_path) in " ".join(p.info["cmdline"] or [])]  # fmt: skip
+    assert not left
+    assert not list(tmp_path.glob("ddl-bench-seq-*"))
 
 
 def test_submit_rows_put_each_kind_beside_kubectl():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import multiprocessing
+import shutil
 import sys
 from dataclasses import replace
 
@@ -132,6 +133,14 @@ def test_ports_never_collide_between_concurrent_jobs(tmp_path):
     assert "job0" not in ports.reserved(tmp_path)
     # the pool's processes are gone: their reservations are reclaimed
     assert ports.reserved(tmp_path) == {}
+
+
+def test_releasing_into_a_data_dir_deleted_meanwhile_does_not_make_it_again(tmp_path):
+    data = tmp_path / "data"
+    ports.reserve(data, "job0", 2)
+    shutil.rmtree(data)  # a throw-away data dir, removed while a job still ran
+    ports.release(data, "job0")
+    assert not data.exists()
 
 
 def test_log_line_round_trip():

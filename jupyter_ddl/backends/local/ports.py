@@ -78,6 +78,8 @@ def reserve(data_dir: Path, job: str, count: int, owner_pid: int | None = None) 
 
 
 def release(data_dir: Path, job: str) -> None:
+    if not data_dir.is_dir():
+        return  # deleted while the job ran (a throw-away data dir): nothing to make again
     with _locked(data_dir) as path:
         table = _load(path)
         if table.pop(job, None) is not None:
