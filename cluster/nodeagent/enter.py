@@ -61,8 +61,8 @@ def ensure(target: str, is_file: bool, mounted: list[str], record: str | None) -
     while not os.path.lexists(os.path.dirname(missing)):
         missing = os.path.dirname(missing)
     os.makedirs(os.path.dirname(target), exist_ok=True)
-    # Both may race another container of this machine making the same point (an MPIJob's
-    # two workers mounting their ssh Secret at /root/.ssh): neither fails if it won.
+    # Another container of this machine may make the same point since the check above (an
+    # MPIJob's two workers mount their ssh Secret at /root/.ssh): this one goes on.
     if is_file:
         open(target, "a").close()
     else:

@@ -128,9 +128,8 @@ def hand_over(
         return "no warm interpreter was running (one starts now, for the next job)"
     ready = _ready(root, spares)
     if not ready:
-        # Still starting: the job waits for it, its import now at the normal weight
-        # (``promote``, boot.BOOT); cold, it would import beside the spare's import,
-        # both slower. One not promoted (no autogroups) may crawl at nice 19: no wait.
+        # Still starting: the job waits for it, its import now at the normal weight (``promote``);
+        # cold, both imports would be slower. One not promoted (no autogroups): no wait.
         waited = [s for s in spares if promote(*s)]
         since = time.monotonic()
         ready = _await_ready(root, waited, wait)
