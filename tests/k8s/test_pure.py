@@ -233,3 +233,15 @@ def test_a_job_failed_while_its_replicas_wait_to_restart_names_the_root_cause(ca
     assert st.replicas[1].exit_code == 1
     assert st.message.startswith("worker-0 failed first: ValueError: rank one is broken")
     assert st.message.endswith("reached the specified backoff limit")
+
+
+def test_submit_warnings_and_the_end_read_from_the_job_object():
+    notes = {S.ANNOTATION_WARNINGS: json.dumps(["no node has 8 GPUs"])}
+    assert S.job_warnings({"metadata": {"annotations": notes}}) == ["no node has 8 GPUs"]
+    # a hand-edited annotation reads as no warning: the watch goes on
+    for mangled in ("[not json", '{"a": 1}', ""):
+        assert S.job_warnings({"metadata": {"annotations": {S.ANNOTATION_WARNINGS: mangled}}}) == []
+    assert S.job_warnings({}) == []
+    done = {"status": {"conditions": [{"type": "Succeeded", "status": "True"}]}}
+    assert S.job_over(done) and not S.job_over({"status": {}}) and not S.job_over(None)
+    assert S.job_over({"metadata": {"annotations": {S.ANNOTATION_GAVE_UP: "x"}}})

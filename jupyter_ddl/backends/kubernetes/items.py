@@ -76,7 +76,9 @@ class LogFailed:
 
 @dataclass(frozen=True)
 class FollowerDone:
-    cid: str | None
+    """A follower (a ``logstream.Stream``) ended; its lines were queued before this."""
+
+    stream: Any
 
 
 @dataclass(frozen=True)

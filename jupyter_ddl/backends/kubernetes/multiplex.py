@@ -59,7 +59,7 @@ OPEN_TIMEOUT = (10.0, 30.0)  # connect, headers: a hung open must not hold an op
 
 class LogMultiplexer:
     """Follows containers' logs; ``emit(rid, batch)`` gets each network read's lines
-    (returns False to stop), ``on_done(cid)`` each finished follower, and
+    (returns False to stop), ``on_done(stream)`` each finished follower, and
     ``still_running(pod, cid)`` (non-blocking) says whether a container whose stream
     ended still runs, so its stream is opened again."""
 
@@ -70,7 +70,7 @@ class LogMultiplexer:
         *,
         still_running: Callable[[str, str | None], bool],
         may_restart: Callable[[str], bool] = lambda pod: True,
-        on_done: Callable[[str | None], object] = lambda cid: None,
+        on_done: Callable[[Stream], object] = lambda s: None,
         on_error: Callable[[str, DDLError], object] = lambda rid, err: None,
         on_lost: Callable[[str], object] = lambda cause: None,
         openers: int = OPENERS,
@@ -134,7 +134,7 @@ class LogMultiplexer:
         with self._lock:
             s.done.set()
             waiting, s.then = s.then, []
-        self.on_done(s.cid)
+        self.on_done(s)  # after its last lines: the consumer reads them first
         for w in waiting:
             start, w.start = w.start, None
             if start is not None:

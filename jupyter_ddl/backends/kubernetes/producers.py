@@ -54,7 +54,7 @@ def start(w: JobWatcher) -> None:
     mux = LogMultiplexer(
         w.conn,
         lambda rid, batch: w._put(I.Lines(rid, batch)),
-        on_done=lambda cid: w._put(I.FollowerDone(cid)),
+        on_done=lambda s: w._put(I.FollowerDone(s)),
         still_running=w._container_running,
         may_restart=w._may_restart,
         on_error=lambda rid, err: w._put(I.LogFailed(rid, err)),

@@ -305,6 +305,12 @@ def job_status(
     )
 
 
+def job_warnings(obj: Mapping[str, Any]) -> list[str]:
+    """The warnings submit left on the job (a mangled annotation reads as none)."""
+    md = obj.get("metadata") or {}
+    return [str(w) for w in _json_notes(md.get("annotations") or {}, ANNOTATION_WARNINGS, list)]
+
+
 def _json_notes(notes: Mapping[str, str], key: str, kind: type) -> Any:
     """Annotation ``key`` as JSON of type ``kind``; empty when absent or mangled."""
     try:
@@ -382,4 +388,13 @@ def back_to_pending(kind: Kind, last: JobState | None, now: JobState) -> bool:
         kind.name == "TrainJob"
         and last in (JobState.RUNNING, JobState.RESTARTING)
         and now in (JobState.PENDING, JobState.CREATED)
+    )
+
+
+def job_over(job: Mapping[str, Any] | None) -> bool:
+    """Whether the job object says it ended (a terminal condition, or we gave up on it)."""
+    conds = ((job or {}).get("status") or {}).get("conditions") or []
+    notes = ((job or {}).get("metadata") or {}).get("annotations") or {}
+    return ANNOTATION_GAVE_UP in notes or any(
+        c.get("type") in {t for t, _ in TERMINAL} and c.get("status") == "True" for c in conds
     )

@@ -1,17 +1,16 @@
 """One job's event stream: job conditions, replica states, every pod's log lines,
 metrics, CPU/memory samples and waiting reasons, merged into JobEvents.
 
-Concurrency model: small daemon threads produce typed items (``items``) into ONE
-bounded queue (producers block when the consumer is slow, so memory stays bounded),
-one handler each here: a list+watch of
-the job object, a list+watch of its pods by the operator's labels, a watch of Warning
-events, a metrics.k8s.io poller, and the log multiplexer (``multiplex``: one selector
-thread and a few opener threads follow every container, however many pods; a restarted
-container has a new ID and gets a new follower). The consumer (``events()``, the
-caller's thread) folds items into JobStatus and yields events. The list+watch producers
-(``listwatch``) re-list on 410 Gone, and the re-list is the whole truth: a pod deleted
-while nobody watched leaves the table. A producer that fails says so ("lost contact
-with the API: …; retrying") and retries after a back-off.
+Concurrency model: small daemon threads produce typed items (``items``) into ONE bounded
+queue (producers block when the consumer is slow, so memory stays bounded), one handler
+each here: a list+watch of the job object, a list+watch of its pods by the operator's
+labels, a watch of Warning events, a metrics.k8s.io poller, and the log multiplexer
+(``multiplex``: one selector thread and a few opener threads follow every container,
+however many pods; a restarted container has a new ID and gets a new follower). The
+consumer (``events()``, the caller's thread) folds items into JobStatus and yields
+events. The list+watch producers (``listwatch``) re-list on 410 Gone, and the re-list is
+the whole truth: a pod deleted while nobody watched leaves the table. A producer that
+fails says so ("lost contact with the API: …; retrying") and retries after a back-off.
 
 Besides pod reasons, the operators' own refusals reach the user (a pod the API server
 refused is only an event on the job or its batch Job, operator-contract.md §10.18), and
@@ -21,7 +20,6 @@ such: its operator is probably not running.
 
 from __future__ import annotations
 
-import json
 import queue
 import threading
 import time
@@ -82,6 +80,7 @@ class JobWatcher:
         self.job: dict[str, Any] | None = None
         self.pods: dict[str, dict[str, Any]] = {}
         self.followers: dict[str, Stream] = {}  # container ID -> its follower
+        self._read_out: set[Stream] = set()  # ended followers whose lines were consumed
         self._last_follower: dict[str, Stream] = {}  # replica id -> its latest follower
         self._mux: LogMultiplexer | None = None
         self._lw = ListWatch(self._put, self._halt, self.stop)
@@ -152,7 +151,7 @@ class JobWatcher:
         if self.job is None:
             return None
         # pods deleted as the job ended (its pod deletions may be heard before its end)
-        gone = list(self.gone.values()) if self._job_over() else []
+        gone = list(self.gone.values()) if S.job_over(self.job) else []
         return S.job_status(self.kind, self.job, list(self.pods.values()), self.conn.namespace,
                             gone=gone, last_lines=self.last_lines, seen_failures=self.failures)  # fmt: skip
 
@@ -172,15 +171,6 @@ class JobWatcher:
         if key:
             self.pod_ids[pname] = replica_id(*key)
         self._ensure_followers(pod)
-
-    def _job_over(self) -> bool:
-        """Has the job ended (as far as this watcher has heard)?"""
-        conds = ((self.job or {}).get("status") or {}).get("conditions") or []
-        ended = {t for t, _ in S.TERMINAL}
-        notes = ((self.job or {}).get("metadata") or {}).get("annotations") or {}
-        return S.ANNOTATION_GAVE_UP in notes or any(
-            c.get("type") in ended and c.get("status") == "True" for c in conds
-        )
 
     def _concerns(self, ev: dict[str, Any]) -> str | None:
         """A Warning event about this job, its pods or its batch Jobs, as one line."""
@@ -268,19 +258,23 @@ class JobWatcher:
     def _lines_in(self, r: ReplicaStatus) -> bool:
         """Whether a restarted or ended replica's ended containers have had their lines
         read, so its event carries the lines that say why (a container restarted at
-        once is seen restarted before its log is read). Waits LINES_WAIT at most."""
-        if not (r.state.finished or r.restarts) or r.pod is None:
+        once is seen restarted before its log is read). Waits LINES_WAIT at most. A
+        container that ended in a pod a sidecar keeps running counts as ended."""
+        if not (_ended(r) or r.restarts) or r.pod is None:
             return True
         running = S.running_id(self.kind, self.pods.get(r.pod) or {})
+        # a follower that ended may still have lines in the queue: it counts once its
+        # FollowerDone, queued after them, was read
         if not any(
-            f.rid == r.id and c != running and f.is_alive() for c, f in self.followers.items()
+            f.rid == r.id and c != running and f not in self._read_out
+            for c, f in self.followers.items()
         ):
             self._held.pop(r.id, None)
             return True
         return time.monotonic() - self._held.setdefault(r.id, time.monotonic()) > LINES_WAIT
 
     def _with_last_lines(self, r: ReplicaStatus) -> None:
-        if r.state.finished or r.restarts:
+        if _ended(r) or r.restarts:
             r.last_lines = list(self.last_lines.get(r.id, ()))
 
     # -- one handler per item --------------------------------------------------------
@@ -288,7 +282,8 @@ class JobWatcher:
         self._gone = item.etype == "DELETED"
         self.job = item.obj if not self._gone else self.job
         if self._last_state is None and item.obj:
-            yield from self._warnings(item.obj)
+            for msg in S.job_warnings(item.obj):
+                yield JobEvent(EventKind.WAITING, self.name, message=f"warning: {msg}")
 
     def _on_pod(self, item: I.PodChanged) -> Iterator[JobEvent]:
         self._pod_event(item.etype, item.obj)
@@ -340,8 +335,12 @@ class JobWatcher:
             yield JobEvent(EventKind.RESOURCE, self.name, replica=self.pod_ids[item.pod],
                            metrics=item.values)  # fmt: skip
 
+    def _on_follower_done(self, item: I.FollowerDone) -> Iterator[JobEvent]:
+        self._read_out.add(item.stream)
+        return iter(())
+
     def _nothing(self, item: I.Item) -> Iterator[JobEvent]:
-        return iter(())  # a finished follower or an idle tick: only the status fold runs
+        return iter(())  # an idle tick: only the status fold runs
 
     def _drained(self) -> bool:
         """Every follower ended and its lines were consumed. Replicas left running
@@ -357,11 +356,6 @@ class JobWatcher:
             return True
         seen = last_seen(ev)
         return seen is None or seen >= int(self.start_time)
-
-    def _warnings(self, obj: dict[str, Any]) -> Iterator[JobEvent]:
-        raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(S.ANNOTATION_WARNINGS)
-        for msg in json.loads(raw) if raw else []:
-            yield JobEvent(EventKind.WAITING, self.name, message=f"warning: {msg}")
 
     def _log_lines(self, rid: str, batch: I.Batch) -> Iterator[LogLine]:
         """The batch's lines, numbered per replica; the last lines kept for a failure's
@@ -379,6 +373,12 @@ class JobWatcher:
         return JobEvent(EventKind.LOG, self.name, replica=line.replica, log=line)
 
 
+def _ended(r: ReplicaStatus) -> bool:
+    """The replica's run is over: its pod ended, or its container did (exit code read)
+    while another container, an injected sidecar, keeps the pod running."""
+    return r.state.finished or r.exit_code is not None
+
+
 def _changed(r: ReplicaStatus) -> Hashable:
     """What makes a REPLICA event (a new message is a WAITING event instead)."""
     return (r.state, r.restarts, r.exit_code)
@@ -394,6 +394,6 @@ _HANDLERS: dict[type, Callable[[JobWatcher, Any], Iterator[JobEvent]]] = {
     I.Lines: JobWatcher._on_lines,
     I.LogFailed: JobWatcher._on_log_failed,
     I.Usage: JobWatcher._on_usage,
-    I.FollowerDone: JobWatcher._nothing,
+    I.FollowerDone: JobWatcher._on_follower_done,
     I.Tick: JobWatcher._nothing,
 }
