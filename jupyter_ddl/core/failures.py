@@ -213,21 +213,31 @@ def _wrapper(exc: str | None) -> bool:
 
 
 def _block(lines: Sequence[str], start: int, limit: int) -> tuple[list[str], str | None]:
-    """The traceback that starts at ``start``: up to its exception line, the first line
-    after the frames that is not indented."""
-    end = next(
-        (
-            i + 1
-            for i in range(start + 1, len(lines))
-            if lines[i].strip() and not lines[i][:1].isspace()
-        ),
-        len(lines),
-    )
+    """The traceback that starts at ``start``: up to its exception line. That is the
+    first line after the frames that is not indented, unless a line printed to stdout
+    came between: a container runtime copies stdout and stderr separately (containerd,
+    CRI-O: one copier each), so a line printed just before the raise may land among the
+    frames. Then the first unindented line shaped like an exception is it: a named
+    error first, else ``name.Path`` or ``name.Path: message``, else the first one."""
+    nxt = next((i for i in range(start + 1, len(lines)) if lines[i].strip() == _TRACEBACK), None)
+    flush = [
+        i for i in range(start + 1, len(lines) if nxt is None else nxt)
+        if lines[i].strip() and not lines[i][:1].isspace()
+    ]  # fmt: skip
+    if flush:
+        end = 1 + next(
+            (i for shape in (_EXCEPTION, _RAISED) for i in flush if shape.match(lines[i].strip())),
+            flush[0],
+        )
+    else:  # cut short (its process killed): the last frame is all there is
+        end = len(lines) if nxt is None else nxt
     exc = lines[end - 1].strip() if end > start + 1 else None
     return list(lines[start:end])[-limit:], exc
 
 
 _EXCEPTION = re.compile(r"^[\w.]+(Error|Exception|Exit|Interrupt|Failure)\b")
+#: an exception line of any class name: ``pkg.Name`` alone or ``pkg.Name: message``
+_RAISED = re.compile(r"^[A-Za-z_][\w.]*(: .*)?$")
 
 
 def _named_exception(lines: Sequence[str]) -> str | None:

@@ -243,3 +243,34 @@ def test_when_every_failure_reads_as_a_peers_the_first_to_fail_leads():
 def test_nothing_failed_nothing_to_say():
     ok = [ReplicaOutcome("master-0", "Succeeded", 0, 1.0, ["done"], exit_code=0)]
     assert diagnose(ok).root is None and diagnose(ok).line == "" and diagnose(ok).to_dict() is None
+
+
+_FRAMES = [
+    "Traceback (most recent call last):",
+    '  File "/opt/ddl/cell.py", line 5, in <module>',
+    '    raise FileNotFoundError("data/shard-1.pt is missing")',
+]
+
+
+@pytest.mark.parametrize(
+    ("stdout", "raised"),
+    [("rank 1: reading my data shard", "FileNotFoundError: data/shard-1.pt is missing"),
+     ("loss: 0.5", "FileNotFoundError: data/shard-1.pt is missing"),
+     ("rank 1: reading my data shard", "mylib.ShardMissing: data/shard-1.pt"),
+     ("rank 1: reading my data shard", "mylib.ShardMissing")],
+)  # fmt: skip
+def test_a_stdout_line_among_the_frames_is_not_the_exception(stdout, raised):
+    """The runtime copies stdout and stderr separately, so a line printed just before
+    the raise can land inside the traceback (seen on the real tier: the root cause read
+    "rank 1: reading my data shard")."""
+    lines = [stdout, *_FRAMES, raised]
+    interleaved = [*_FRAMES, stdout, raised]
+    for seen in (lines, interleaved):
+        root = diagnose([ReplicaOutcome("worker-0", "Failed", 1, 1.0, seen, 1)]).root
+        assert root is not None and root.exception == raised, (seen, root)
+        assert root.tail[0] == _FRAMES[0] and root.tail[-1] == raised
+
+
+def test_a_traceback_cut_short_names_its_last_frame():
+    root = diagnose([ReplicaOutcome("worker-0", "Failed", 1, 1.0, _FRAMES, 137)]).root
+    assert root is not None and root.exception == _FRAMES[-1].strip()
