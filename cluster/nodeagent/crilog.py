@@ -106,7 +106,7 @@ def follow(
     file holds nothing new. A rotation (the path names a new file) is followed into the
     new file once the old one is read to its end, as the kubelet's follow does."""
     f = path.open("rb")
-    ended = False
+    ended = draining = False
     try:
         f.seek(start)
         buf = b""
@@ -120,9 +120,16 @@ def follow(
                     if r is not None:
                         yield r
                 continue
-            if _rotated(path, f):
+            if draining:
+                # the old file is read to its end now; a torn record at its end would
+                # only garble the new file's first line
                 f.close()
-                f = path.open("rb")
+                f, buf, draining = path.open("rb"), b"", False
+                continue
+            if _rotated(path, f):
+                # the writer may have added lines between the read above and the
+                # rename: one more pass to the old file's end before the new one
+                draining = True
                 continue
             if ended:
                 return

@@ -87,3 +87,28 @@ def test_a_follow_reads_what_reached_the_file_as_the_container_ended(tmp_path):
     w.close()
     assert got == [b"rank 1: reading my data shard", b"Traceback (most recent call last):",
                    b"ValueError: corrupt"]  # fmt: skip
+
+
+def test_lines_written_just_before_a_rotation_are_not_lost(tmp_path, monkeypatch):
+    # the race the harness's CI hit: the follower reads the old file to its end, the
+    # writer adds two lines and rotates, and only then does the follower look at the path
+    path = tmp_path / "0.log"
+    w = crilog.Writer(path, max_size=0)
+    w.pump("stdout", io.BytesIO(lines_of(3)))
+    real = crilog._rotated
+    raced = []
+
+    def rotated_after_a_write(p, f):
+        if not raced:
+            raced.append(True)
+            w.pump("stdout", io.BytesIO(b"line 0003 late\nline 0004 late\n"))
+            w._rotate()
+            w.pump("stdout", io.BytesIO(b"line 0005 new\n"))
+        return real(p, f)
+
+    monkeypatch.setattr(crilog, "_rotated", rotated_after_a_write)
+    alive = iter([True, True, False])
+    got = [r.text for r in crilog.follow(path, 0, lambda: next(alive, False), poll=0.01)]
+    w.close()
+    assert got[3:] == [b"line 0003 late", b"line 0004 late", b"line 0005 new"]
+    assert len(got) == 6
