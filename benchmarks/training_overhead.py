@@ -28,16 +28,18 @@ import os
 import re
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from benchmarks.helper_cpu import KINDS, Sampler, held_speed
 from benchmarks.table import Row, summarize
 
 if TYPE_CHECKING:
@@ -49,7 +51,9 @@ IMPORT_STEPS, QUICK_IMPORT_STEPS = 2500, 150  # about 10 s: a torch import fits 
 WARM_SHARE = 0.4  # of a budget, for the warm row; the first-job row's runs are longer
 WORLD_SIZE = 2
 MARKER = "DDL_BENCH_STEPS_PER_S"
-_MARKER_RE = re.compile(MARKER + r" rank=(\d+) ([0-9.]+)")
+# steps/s, then the timed steps' start and end (epoch seconds: the helpers' CPU is
+# read over the same window)
+_MARKER_RE = re.compile(MARKER + r" rank=(\d+) ([0-9.]+)(?: ([0-9.]+) ([0-9.]+))?")
 
 # One thread per rank: 2 ranks on a 2-core machine, and both variants get the same
 # setting whatever the launcher exports (torchrun would set OMP_NUM_THREADS=1 too).
@@ -85,14 +89,15 @@ def step():
 for _ in range({warmup}):
     step()
 dist.barrier()
-start = time.perf_counter()
+start, wall_start = time.perf_counter(), time.time()
 for i in range({steps}):
     loss = step()
     if i % 10 == 0:
         print(f"step {{i}} loss {{loss.item():.4f}}", flush=True)
 dist.barrier()
 elapsed = time.perf_counter() - start
-print(f"{marker} rank={{dist.get_rank()}} {{{steps} / elapsed:.3f}}", flush=True)
+print(f"{marker} rank={{dist.get_rank()}} {{{steps} / elapsed:.3f}} "
+      f"{{wall_start:.3f}} {{time.time():.3f}}", flush=True)
 """
 
 # What a careful user runs by hand around the same cell: the clean gloo teardown
@@ -127,6 +132,19 @@ def parse_steps_per_s(lines: list[str], world_size: int = WORLD_SIZE) -> float:
     if missing:
         raise RuntimeError(f"ranks {missing} printed no {MARKER} line")
     return min(by_rank.values())
+
+
+def parse_window(lines: list[str]) -> tuple[float, float]:
+    """The wall-clock span every rank spent in its timed steps (the ranks' spans
+    overlap all but a barrier's latency). Raises RuntimeError when no rank gave one."""
+    spans = [(float(m.group(3)), float(m.group(4)))
+             for m in map(_MARKER_RE.search, lines) if m and m.group(3)]  # fmt: skip
+    if not spans:
+        raise RuntimeError(f"no {MARKER} line gave its timed span")
+    start, end = max(s[0] for s in spans), min(s[1] for s in spans)
+    if end <= start:
+        raise RuntimeError(f"the ranks' timed spans do not overlap: {spans}")
+    return start, end
 
 
 def free_port() -> int:
@@ -190,8 +208,19 @@ def _wait_all(procs: list[subprocess.Popen[bytes]], logs: list[Path], timeout: f
     raise RuntimeError(f"by-hand run exceeded {timeout:.0f} s")
 
 
-def run_ours(manager: JobManager, cell: str, *, timeout: float = 120.0) -> float:
-    """Submit the cell as a torch-ddp job on the local backend; steps/s."""
+def run_ours(
+    manager: JobManager,
+    cell: str,
+    *,
+    timeout: float = 120.0,
+    data_dir: Path | None = None,
+    held: list[dict[str, float]] | None = None,
+) -> float:
+    """Submit the cell as a torch-ddp job on the local backend; steps/s. With
+    ``data_dir`` and ``held``, each kind of helper's CPU seconds per second of the timed
+    steps (``helper_cpu``) is appended to ``held``."""
+    from jupyter_ddl.backends.local import warm
+    from jupyter_ddl.backends.local.jobdir import jobs_root
     from jupyter_ddl.core.bundle import build_bundle
     from jupyter_ddl.errors import DDLError
     from jupyter_ddl.models import JobSpec, JobState
@@ -204,21 +233,30 @@ def run_ours(manager: JobManager, cell: str, *, timeout: float = 120.0) -> float
         dist_backend="gloo",
         backend="local",
     )
-    manager.submit(spec, build_bundle(cell, notebook="benchmarks/training_overhead"))
-    try:
-        status = manager.wait(name, timeout=timeout)
-        if not status.state.finished:
-            raise RuntimeError(f"product run exceeded {timeout:.0f} s")
-        lines = [line.text for line in manager.logs(name)]
-        if status.state != JobState.SUCCEEDED:
-            why = status.message or (lines[-1] if lines else "(no output)")
-            raise RuntimeError(f"product job ended {status.state.value}: {why}")
-        return parse_steps_per_s(lines)
-    finally:
+    sampler = None
+    if data_dir is not None and held is not None:
+        # started before the submit: the supervisor's first CPU seconds count too
+        sampler = Sampler(jobs_root(data_dir) / name, warm.warm_dir(data_dir))
+    with sampler or nullcontext():
         try:
-            manager.delete(name)  # cancels first if it still runs
-        except (DDLError, OSError):
-            pass  # cleanup must not hide the real error; the data dir goes anyway
+            manager.submit(spec, build_bundle(cell, notebook="benchmarks/training_overhead"))
+            status = manager.wait(name, timeout=timeout)
+            if not status.state.finished:
+                raise RuntimeError(f"product run exceeded {timeout:.0f} s")
+            lines = [line.text for line in manager.logs(name)]
+            if status.state != JobState.SUCCEEDED:
+                why = status.message or (lines[-1] if lines else "(no output)")
+                raise RuntimeError(f"product job ended {status.state.value}: {why}")
+            if sampler is not None and held is not None:
+                start, end = parse_window(lines)
+                used = sampler.helper_cpu(start, end)
+                held.append({k: cpu / (end - start) for k, cpu in used.items()})
+            return parse_steps_per_s(lines)
+        finally:
+            try:
+                manager.delete(name)  # cancels first if it still runs
+            except (DDLError, OSError):
+                pass  # cleanup must not hide the real error; the data dir goes anyway
 
 
 @contextmanager
@@ -257,14 +295,17 @@ def run(
     with _private_data_dir() as tmp:
         manager = JobManager()
         try:
-            warm_rows = _pairs(manager, tmp, cell_source(steps, warmup), repeats, share[0])
+            held_warm: list[dict[str, float]] = []
+            held_first: list[dict[str, float]] = []
+            warm_rows = _pairs(manager, tmp, cell_source(steps, warmup), repeats, share[0],
+                               held=held_warm)  # fmt: skip
             spares = warm.warm_dir(tmp)
 
             def first_job() -> None:  # no spare: the next job starts cold and starts one
                 warm.stop_spares(spares)
 
             first = _pairs(manager, tmp, cell_source(long_steps, warmup), repeats, share[1],
-                           before_ours=first_job, tag="first")  # fmt: skip
+                           before_ours=first_job, tag="first", held=held_first)  # fmt: skip
         finally:
             manager.close()
     return [
@@ -272,6 +313,8 @@ def run(
              *warm_rows),
         _row(f"steps/s, first job of an idle period with its spare started beside it, "
              f"{long_steps} steps, {len(first[0])} runs", *first),
+        _held_row(f"warm, {steps} steps", held_warm),
+        _held_row(f"first job with its spare beside it, {long_steps} steps", held_first),
     ]  # fmt: skip
 
 
@@ -283,8 +326,10 @@ def _pairs(
     budget_s: float | None,
     before_ours: Callable[[], None] | None = None,
     tag: str = "warm",
+    held: list[dict[str, float]] | None = None,
 ) -> tuple[list[float], list[float]]:
-    """(ours, by hand): ``repeats`` pairs, interleaved, or fewer when the budget ends."""
+    """(ours, by hand): ``repeats`` pairs, interleaved, or fewer when the budget ends;
+    with ``held``, each product run's helpers' CPU share (``run_ours``) is added to it."""
     ours: list[float] = []
     hand: list[float] = []
     t0, worst = time.monotonic(), 0.0
@@ -298,7 +343,7 @@ def _pairs(
             else:
                 if before_ours is not None:
                     before_ours()
-                samples.append(run_ours(manager, cell))
+                samples.append(run_ours(manager, cell, data_dir=tmp, held=held))
         worst = max(worst, time.monotonic() - pair_start)
         # 1.5× the slowest pair so far: on a loaded machine one pair can take twice as
         # long as the one before it.
@@ -331,6 +376,27 @@ def _row(measure: str, ours: list[float], hand: list[float]) -> Row:
         unit="steps/s",
         ours_range=ours_rng,
         baseline_range=hand_rng,
+    )
+
+
+def _held_row(which: str, held: list[dict[str, float]]) -> Row:
+    """The most speed the helpers' CPU can have cost the job, in percent per run: 1 -
+    ``helper_cpu.held_speed``; it passes when the worst run meets the target. The
+    measure names each kind's median share."""
+    cost = [100 * (1 - held_speed(sum(h.values()), 1.0)) for h in held]
+    med, rng = summarize(cost)
+    parts = ", ".join(f"{k} {100 * statistics.median(h[k] for h in held):.2f} %" for k in KINDS)
+    return Row(
+        area=AREA,
+        measure=f"most speed the product's own processes can have cost (their CPU seconds "
+        f"/ training seconds; {parts}), {which}, {len(cost)} runs",
+        ours=med,
+        baseline=None,
+        baseline_name="by hand: no helper process",
+        target=f"≤ {100 * (1 - TARGET_RATIO):.0f} %, every run",
+        passed=rng[1] <= 100 * (1 - TARGET_RATIO),
+        unit="%",
+        ours_range=rng,
     )
 
 

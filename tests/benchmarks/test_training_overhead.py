@@ -23,6 +23,32 @@ def test_parse_takes_the_slowest_rank_and_needs_every_rank():
         to.parse_steps_per_s(lines[2:])
 
 
+def test_the_timed_span_is_where_every_rank_trained():
+    lines = [
+        f"{to.MARKER} rank=0 150.250 1000.000 1010.500",
+        f"x {to.MARKER} rank=1 140.500 1000.250 1010.000",
+    ]
+    assert to.parse_steps_per_s(lines) == 140.5
+    assert to.parse_window(lines) == (1000.25, 1010.0)
+    with pytest.raises(RuntimeError, match="gave its timed span"):
+        to.parse_window([f"{to.MARKER} rank=0 150.250"])
+    with pytest.raises(RuntimeError, match="do not overlap"):
+        to.parse_window([f"{to.MARKER} rank=0 1 5.0 6.0", f"{to.MARKER} rank=1 1 7.0 8.0"])
+
+
+def test_the_cost_row_passes_only_when_every_run_does():
+    def shares(supervisor: float, spares: float, notebook: float) -> dict[str, float]:
+        return {"supervisor": supervisor, "spares": spares, "notebook": notebook}
+
+    runs = [shares(0.001, 0, 0), shares(0.003, 0.001, 0.001), shares(0.01, 0.005, 0.005)]
+    row = to._held_row("warm, 9 steps", runs)
+    assert row.measure.endswith("warm, 9 steps, 3 runs") and row.unit == "%"
+    assert "supervisor 0.30 %, spares 0.10 %, notebook 0.10 %" in row.measure
+    assert row.ours == pytest.approx(0.5) and row.ours_range == pytest.approx((0.1, 2.0))
+    assert row.passed
+    assert not to._held_row("warm", [shares(0.001, 0, 0), shares(0.02, 0.01, 0.01)]).passed
+
+
 def test_cell_is_valid_python_with_the_counts_filled_in():
     src = to.cell_source(steps=7, warmup=3)
     compile(src, "cell.py", "exec")
@@ -73,7 +99,7 @@ def test_one_row_with_both_figures_through_the_local_backend(data_dir):
 
     backend_class("local")  # the local backend must load: no skip once it is in the tree
     # A budget smaller than one pair: each row still measures one pair, then stops.
-    warm_row, first_row = to.run(repeats=3, quick=True, steps=40, budget_s=1)
+    warm_row, first_row, warm_cost, first_cost = to.run(repeats=3, quick=True, steps=40, budget_s=1)
     assert "40 steps, 1 runs, per pair " in warm_row.measure
     assert (
         f"started beside it, {to.QUICK_IMPORT_STEPS} steps, 1 runs, per pair " in first_row.measure
@@ -83,6 +109,12 @@ def test_one_row_with_both_figures_through_the_local_backend(data_dir):
         assert row.ours > 1 and row.baseline is not None and row.baseline > 1
         assert row.ratio is not None and row.passed == (row.ratio >= to.TARGET_RATIO)
         assert row.ours_range == (row.ours, row.ours)
+    # the helpers' CPU, read over each product run's timed steps: a real, small cost
+    for row, which in ((warm_cost, "warm, 40 steps"), (first_cost, "first job")):
+        assert which in row.measure and "1 runs" in row.measure and row.unit == "%"
+        assert 0 <= row.ours < 100 and row.baseline is None
+        assert "supervisor " in row.measure and "notebook " in row.measure
+        assert row.passed == (row.ours <= 100 * (1 - to.TARGET_RATIO))
 
 
 @pytest.mark.slow

@@ -151,15 +151,17 @@ def test_gpu_warning_gang_podgroup_and_its_waiting_reason(make_backend, double):
     timer.daemon = True
     timer.start()
     seen = []
+    # the PodGroup's own status says "gang scheduling not satisfied" too, and may come
+    # before the event: wait for every line asserted below, not the first of its kind
+    wanted = ("largest node has 1 allocatable", "2/2 tasks in gang unschedulable", "warning:")
     for ev in b.watch(spec.name, stop=stop):
         if ev.kind == EventKind.WAITING:
             seen.append(ev.message)
-        if any("gang scheduling not satisfied" in m for m in seen) and any(
-            m.startswith("warning:") for m in seen
-        ):
+        if all(any(w in m for m in seen) for w in wanted):
             stop.set()
-    assert any("largest node has 1 allocatable" in m for m in seen)
-    assert any("2/2 tasks in gang unschedulable" in m for m in seen)
+    assert any(m.startswith("warning:") for m in seen), seen
+    assert any("largest node has 1 allocatable" in m for m in seen), seen
+    assert any("2/2 tasks in gang unschedulable" in m for m in seen), seen
     assert b.capabilities().gpus == 1
     b.cancel(spec.name)
 
