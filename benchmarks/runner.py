@@ -70,7 +70,7 @@ BUDGET_S = {
     "log_streaming": 75,
     "k8s_logs": 90,
     "k8s_scale": 240,
-    "training_overhead": 360,  # two rows; the first-job row trains ~10 s per run
+    "training_overhead": 360,  # four rows from two series of runs; the first-job runs train ~10 s each
     "warm_sequence": 190,  # its gaps shrink to fit (see warm_sequence.fit)
     "k8s_submit": 55,
     "warm_tensorflow": 150,  # a TensorFlow spare's import, then 3 ways per repeat

@@ -14,12 +14,16 @@ imports and rendezvous are excluded: the figure is what the product costs while 
 job trains (log capture, the supervisor, resource sampling). The two variants run
 interleaved, in alternating order, so drift on a shared machine hits both alike.
 
-Two rows. *Warm*: every product job after the first is forked from the spare, which
+Four rows. *Warm*: every product job after the first is forked from the spare, which
 waits idle. *First job, its spare beside it*: each product job is the first of an idle
 period (the spares are stopped before it), so it starts cold and starts a spare beside
 it, whose import is due while the job trains (it waits for the job to end: see
 ``boot.BOOT``); the timed steps are longer (``IMPORT_STEPS``), so that an import made
 then would fall inside them. That is the issue's "with a spare present and importing".
+
+Two more rows, one per kind of run, read the CPU the product's own processes took
+over each product run's timed steps (``helper_cpu``): a bound on the speed they can
+have cost, which the machine's noise does not spread as it spreads steps/s.
 """
 
 from __future__ import annotations
