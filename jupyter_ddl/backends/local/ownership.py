@@ -148,15 +148,30 @@ def _signal(p: psutil.Process, sig: int) -> None:
         pass
 
 
-def reap_orphans(keep: set[int]) -> int:
+def own_children(procs: Iterable[psutil.Process]) -> list[psutil.Process]:
+    """Those of ``procs`` whose parent is this process (read from each, not from a
+    listing of the machine's)."""
+    me, out = os.getpid(), []
+    for p in procs:
+        try:
+            if p.ppid() == me:
+                out.append(p)
+        except psutil.Error:
+            continue
+    return out
+
+
+def reap_orphans(keep: set[int], children: list[psutil.Process] | None = None) -> int:
     """Collect the exit status of children that are not ours to wait for (orphans
     re-parented to this subreaper), so none stays a zombie; ``keep``: pids a
-    ``subprocess.Popen`` waits for. Returns how many were reaped."""
+    ``subprocess.Popen`` waits for; ``children``: this process's, when already listed.
+    Returns how many were reaped."""
     reaped = 0
-    try:
-        children = psutil.Process().children()
-    except psutil.Error:
-        return 0
+    if children is None:
+        try:
+            children = psutil.Process().children()
+        except psutil.Error:
+            return 0
     for child in children:
         if child.pid in keep:
             continue

@@ -32,10 +32,21 @@ class JobProcesses:
 
     def record(self, pids: Iterable[int]) -> None:
         """Add these processes to ``processes.json`` (written only when it changes)."""
-        changed = False
+        procs = []
         for pid in pids:
             try:
-                started = psutil.Process(pid).create_time()
+                procs.append(psutil.Process(pid))
+            except psutil.Error:
+                continue
+        self.record_procs(procs)
+
+    def record_procs(self, procs: Iterable[psutil.Process]) -> None:
+        """``record`` for processes in hand: their start times are read already."""
+        changed = False
+        for p in procs:
+            pid = p.pid
+            try:
+                started = p.create_time()
             except psutil.Error:
                 continue
             if self._records.get(pid) != started:
@@ -51,9 +62,11 @@ class JobProcesses:
     def scan(self, quiet: list[Quiet], keep: set[int], now: float) -> str | None:
         """Record, reap and sample; returns the stall note for ``quiet`` (the running
         replicas), None while the job moves. ``keep``: pids a Popen waits for."""
+        # one listing of the processes below serves all three (each listing reads
+        # every process on the machine: this runs beside the training it watches)
         procs = ownership.descendants()
-        self.record(p.pid for p in procs)
-        ownership.reap_orphans(keep)
+        self.record_procs(procs)
+        ownership.reap_orphans(keep, ownership.own_children(procs))
         self.cpu.sample(procs, now)
         return stall_message(quiet, now, self.cpu.last_busy, self.stall_after)
 
@@ -62,7 +75,7 @@ class JobProcesses:
         handed to it), then any other one carrying the job's marker: SIGTERM, one
         grace period for all, SIGKILL."""
         procs = ownership.descendants()
-        self.record(p.pid for p in procs)
+        self.record_procs(procs)
         left = ownership.stop(procs, STOP_GRACE)
         left += ownership.stop(ownership.marked(self.jd.root), STOP_GRACE)
         ownership.reap_orphans(keep)

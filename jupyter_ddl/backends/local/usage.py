@@ -4,6 +4,7 @@ and for ``LocalBackend.get`` (so ``%ddl status`` and the REST replica JSON show 
 
 from __future__ import annotations
 
+import os
 import time
 
 import psutil
@@ -27,15 +28,15 @@ class UsageSampler:
     def sample(self, replicas: list[ReplicaStatus]) -> dict[str, dict[str, float]]:
         out = {}
         gpus = self._gpus() if any(r.pid for r in replicas) else None
+        # one listing of the machine's processes for every replica: psutil's
+        # children() lists them all on each call, and once per replica per `get` was
+        # the notebook's main cost while a job trains (docs/performance.md)
+        below = children_by_parent() if any(r.pid for r in replicas) else {}
         seen: set[int] = set()
         for r in replicas:
             if not r.pid:
                 continue
-            try:
-                root = self._procs.get(r.pid) or psutil.Process(r.pid)
-                pids = [r.pid, *(c.pid for c in root.children(recursive=True))]
-            except psutil.Error:
-                continue
+            pids = [r.pid, *descendants(below, r.pid)]
             cpu = rss = 0.0
             read = 0
             for pid in pids:
@@ -54,7 +55,7 @@ class UsageSampler:
                 continue
             values = {"cpu_percent": cpu, "memory_mb": rss / 2**20}
             if gpus is not None:
-                values |= gpu_usage.replica_usage(gpus, pids, _visible(root))
+                values |= gpu_usage.replica_usage(gpus, pids, _visible(self._procs.get(r.pid)))
             out[r.id] = values
         for pid in set(self._procs) - seen:
             del self._procs[pid]
@@ -79,7 +80,47 @@ class UsageSampler:
         return snap
 
 
-def _visible(proc: psutil.Process) -> str | None:
+def children_by_parent() -> dict[int, list[int]]:
+    """Each live process's children, from one listing: ``/proc/<pid>/stat`` on Linux
+    (what psutil's ``children`` reads, without a Process object per entry), psutil's
+    portable listing elsewhere."""
+    if not os.path.isdir("/proc/self"):
+        parents = {p.pid: p.info["ppid"] for p in psutil.process_iter(["ppid"])}
+    else:
+        parents = {}
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    raw = f.read()
+                # the name (field 2) may hold spaces and ")": fields count from its end
+                parents[int(name)] = int(raw[raw.rindex(b")") + 2 :].split(b" ", 2)[1])
+            except (OSError, ValueError, IndexError):
+                continue  # ended meanwhile, or not a process's
+    out: dict[int, list[int]] = {}
+    for pid, ppid in parents.items():
+        if ppid and ppid != pid:
+            out.setdefault(ppid, []).append(pid)
+    return out
+
+
+def descendants(children: dict[int, list[int]], pid: int) -> list[int]:
+    """Every process below ``pid`` in a ``children_by_parent`` listing."""
+    out: list[int] = []
+    todo, seen = [pid], {pid}
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in seen:  # a listing read while processes come and go
+                seen.add(child)
+                out.append(child)
+                todo.append(child)
+    return out
+
+
+def _visible(proc: psutil.Process | None) -> str | None:
+    if proc is None:  # the replica's own process ended: its children may still run
+        return None
     try:
         return proc.environ().get("CUDA_VISIBLE_DEVICES")
     except psutil.Error:
