@@ -41,12 +41,14 @@ def test_the_cost_row_passes_only_when_every_run_does():
         return {"supervisor": supervisor, "spares": spares, "notebook": notebook}
 
     runs = [shares(0.001, 0, 0), shares(0.003, 0.001, 0.001), shares(0.01, 0.005, 0.005)]
-    row = to._held_row("warm, 9 steps", runs)
+    hand = [shares(0, 0, 0.001), shares(0, 0, 0.003)]
+    row = to._held_row("warm, 9 steps", runs, hand)
     assert row.measure.endswith("warm, 9 steps, 3 runs") and row.unit == "%"
     assert "supervisor 0.30 %, spares 0.10 %, notebook 0.10 %" in row.measure
     assert row.ours == pytest.approx(0.5) and row.ours_range == pytest.approx((0.1, 2.0))
+    assert row.baseline == pytest.approx(0.2) and row.baseline_range == pytest.approx((0.1, 0.3))
     assert row.passed
-    assert not to._held_row("warm", [shares(0.001, 0, 0), shares(0.02, 0.01, 0.01)]).passed
+    assert not to._held_row("warm", [shares(0.001, 0, 0), shares(0.02, 0.01, 0.01)], hand).passed
 
 
 def test_cell_is_valid_python_with_the_counts_filled_in():
@@ -112,7 +114,8 @@ def test_one_row_with_both_figures_through_the_local_backend(data_dir):
     # the helpers' CPU, read over each product run's timed steps: a real, small cost
     for row, which in ((warm_cost, "warm, 40 steps"), (first_cost, "first job")):
         assert which in row.measure and "1 runs" in row.measure and row.unit == "%"
-        assert 0 <= row.ours < 100 and row.baseline is None
+        assert 0 <= row.ours < 100 and row.baseline is not None and 0 <= row.baseline < 100
+        assert row.baseline_name == "by hand: the launching process's wait"
         assert "supervisor " in row.measure and "notebook " in row.measure
         assert row.passed == (row.ours <= 100 * (1 - to.TARGET_RATIO))
 
