@@ -14,8 +14,8 @@ imports and rendezvous are excluded: the figure is what the product costs while 
 job trains (log capture, the supervisor, resource sampling). The two variants run
 interleaved, in alternating order, so drift on a shared machine hits both alike.
 
-Four rows. *Warm*: every product job after the first is forked from the spare, which
-waits idle. *First job, its spare beside it*: each product job is the first of an idle
+Four rows, built in ``overhead_rows``. *Warm*: every product job after the first is
+forked from the spare, which waits idle. *First job, its spare beside it*: each product job is the first of an idle
 period (the spares are stopped before it), so it starts cold and starts a spare beside
 it, whose import is due while the job trains (it waits for the job to end: see
 ``boot.BOOT``); the timed steps are longer (``IMPORT_STEPS``), so that an import made
@@ -32,7 +32,6 @@ import os
 import re
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,14 +42,13 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchmarks.helper_cpu import KINDS, Sampler, held_speed
-from benchmarks.table import Row, summarize
+from benchmarks.helper_cpu import Sampler
+from benchmarks.overhead_rows import _held_row, _row
+from benchmarks.table import Row
 
 if TYPE_CHECKING:
     from jupyter_ddl.manager import JobManager
 
-AREA = "training overhead"
-TARGET_RATIO = 0.97  # the supervisor (log pump, exits, status) must cost ≤ 3 %
 IMPORT_STEPS, QUICK_IMPORT_STEPS = 2500, 150  # about 10 s: a torch import fits inside
 WARM_SHARE = 0.4  # of a budget, for the warm row; the first-job row's runs are longer
 WORLD_SIZE = 2
@@ -382,60 +380,6 @@ def _pairs(
         if budget_s and time.monotonic() - t0 + 1.5 * worst > 0.8 * budget_s:
             break
     return ours, hand
-
-
-def paired_ratio(ours: list[float], hand: list[float]) -> tuple[float, tuple[float, float]]:
-    """Median and range of ours / by hand within each pair. The two runs of a pair are
-    back to back, so a change of the machine's load between pairs, which moves both
-    medians (±10 % here), cancels in it."""
-    return summarize([o / h for o, h in zip(ours, hand, strict=True)])
-
-
-def _row(measure: str, ours: list[float], hand: list[float]) -> Row:
-    pair_med, (pair_low, pair_high) = paired_ratio(ours, hand)
-    measure += f", per pair {pair_med:.3f}× ({pair_low:.3f}–{pair_high:.3f})"
-    ours_med, ours_rng = summarize(ours)
-    hand_med, hand_rng = summarize(hand)
-    ratio = ours_med / hand_med if hand_med else 0.0
-    return Row(
-        area=AREA,
-        measure=measure,
-        ours=ours_med,
-        baseline=hand_med,
-        baseline_name="same script by hand",
-        target=f"≥ {TARGET_RATIO}× by hand",
-        passed=ratio >= TARGET_RATIO,
-        unit="steps/s",
-        ours_range=ours_rng,
-        baseline_range=hand_rng,
-    )
-
-
-def _held_row(which: str, held: list[dict[str, float]], hand: list[dict[str, float]]) -> Row:
-    """The most speed the helpers' CPU can have cost the job, in percent per run: 1 -
-    ``helper_cpu.held_speed``, beside the same for the by-hand runs (the launching
-    process's wait); it passes when the worst run of ours meets the target. The
-    measure names each kind's median share."""
-
-    def cost(runs: list[dict[str, float]]) -> list[float]:
-        return [100 * (1 - held_speed(sum(h.values()), 1.0)) for h in runs]
-
-    med, rng = summarize(cost(held))
-    hand_med, hand_rng = summarize(cost(hand))
-    parts = ", ".join(f"{k} {100 * statistics.median(h[k] for h in held):.2f} %" for k in KINDS)
-    return Row(
-        area=AREA,
-        measure=f"most speed the product's own processes can have cost (their CPU seconds "
-        f"/ training seconds; {parts}), {which}, {len(held)} runs",
-        ours=med,
-        baseline=hand_med,
-        baseline_name="by hand: the launching process's wait",
-        target=f"≤ {100 * (1 - TARGET_RATIO):.0f} %, every run",
-        passed=rng[1] <= 100 * (1 - TARGET_RATIO),
-        unit="%",
-        ours_range=rng,
-        baseline_range=hand_rng,
-    )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import time
 import pytest
 from support import require
 
+from benchmarks import overhead_rows as orows
 from benchmarks import training_overhead as to
 
 
@@ -42,13 +43,13 @@ def test_the_cost_row_passes_only_when_every_run_does():
 
     runs = [shares(0.001, 0, 0), shares(0.003, 0.001, 0.001), shares(0.01, 0.005, 0.005)]
     hand = [shares(0, 0, 0.001), shares(0, 0, 0.003)]
-    row = to._held_row("warm, 9 steps", runs, hand)
+    row = orows._held_row("warm, 9 steps", runs, hand)
     assert row.measure.endswith("warm, 9 steps, 3 runs") and row.unit == "%"
     assert "supervisor 0.30 %, spares 0.10 %, notebook 0.10 %" in row.measure
     assert row.ours == pytest.approx(0.5) and row.ours_range == pytest.approx((0.1, 2.0))
     assert row.baseline == pytest.approx(0.2) and row.baseline_range == pytest.approx((0.1, 0.3))
     assert row.passed
-    assert not to._held_row("warm", [shares(0.001, 0, 0), shares(0.02, 0.01, 0.01)], hand).passed
+    assert not orows._held_row("warm", [shares(0.001, 0, 0), shares(0.02, 0.01, 0.01)], hand).passed
 
 
 def test_cell_is_valid_python_with_the_counts_filled_in():
@@ -60,13 +61,13 @@ def test_cell_is_valid_python_with_the_counts_filled_in():
 def test_the_per_pair_ratio_is_the_median_of_each_pairs_own_ratio():
     # pairs at 0.7, 1.05 and 1.13: their median, beside the medians' ratio (70 / 84)
     ours, hand = [70.0, 63.0, 95.0], [100.0, 60.0, 84.0]
-    pair, (low, high) = to.paired_ratio(ours, hand)
+    pair, (low, high) = orows.paired_ratio(ours, hand)
     assert (pair, low, high) == (63.0 / 60.0, 0.7, 95.0 / 84.0)
-    row = to._row("steps/s, x, 3 runs", ours, hand)
+    row = orows._row("steps/s, x, 3 runs", ours, hand)
     assert row.measure == "steps/s, x, 3 runs, per pair 1.050× (0.700–1.131)"
     assert row.ratio == 70.0 / 84.0
     with pytest.raises(ValueError):
-        to.paired_ratio([1.0], [])
+        orows.paired_ratio([1.0], [])
 
 
 @pytest.mark.slow
@@ -109,7 +110,7 @@ def test_one_row_with_both_figures_through_the_local_backend(data_dir):
     for row in (warm_row, first_row):
         assert row.area == "training overhead" and row.unit == "steps/s"
         assert row.ours > 1 and row.baseline is not None and row.baseline > 1
-        assert row.ratio is not None and row.passed == (row.ratio >= to.TARGET_RATIO)
+        assert row.ratio is not None and row.passed == (row.ratio >= orows.TARGET_RATIO)
         assert row.ours_range == (row.ours, row.ours)
     # the helpers' CPU, read over each product run's timed steps: a real, small cost
     for row, which in ((warm_cost, "warm, 40 steps"), (first_cost, "first job")):
@@ -117,7 +118,7 @@ def test_one_row_with_both_figures_through_the_local_backend(data_dir):
         assert 0 <= row.ours < 100 and row.baseline is not None and 0 <= row.baseline < 100
         assert row.baseline_name == "by hand: the launching process's wait"
         assert "supervisor " in row.measure and "notebook " in row.measure
-        assert row.passed == (row.ours <= 100 * (1 - to.TARGET_RATIO))
+        assert row.passed == (row.ours <= 100 * (1 - orows.TARGET_RATIO))
 
 
 @pytest.mark.slow
