@@ -54,6 +54,22 @@ class _Watched:
     closed: threading.Event = field(default_factory=threading.Event)
 
 
+def background_thread() -> bool:
+    """Make the calling thread's wake-ups wait for a free core (``SCHED_BATCH``);
+    whether that was done. The pump wakes a few dozen times a second while a job
+    prints, and a waking normal thread may preempt a running one: here that would be a
+    rank in the middle of a collective, and its peers would wait for it. A batch
+    thread still gets its fair share of the CPU (its pipes never fill); it only runs
+    when a core is idle or at the next tick, which the ranks' own waits give it often.
+    Only this thread: the replicas are forked from the main thread, which stays
+    normal, so they never inherit the policy."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))  # 0: this thread
+        return True
+    except (AttributeError, OSError):  # not Linux, or refused: normal as before
+        return False
+
+
 class OutputPump:
     """``add(proc, sink)`` reads the process's pipes until they close; ``wake`` is
     called when a watched process exits (or its pipes close)."""
@@ -113,6 +129,7 @@ class OutputPump:
     # -- the thread -------------------------------------------------------------------
     def _loop(self) -> None:
         last_read = 0.0
+        background_thread()
         try:
             while True:
                 with self._lock:
