@@ -316,7 +316,7 @@ def run(
     from jupyter_ddl.backends.local import warm
     from jupyter_ddl.manager import JobManager
 
-    steps = steps or (150 if quick else 400)
+    steps = steps or (150 if quick else 1500)  # 400 steps (2 s) spread ±20 % per pair
     long_steps = QUICK_IMPORT_STEPS if quick else IMPORT_STEPS
     warmup = 10 if quick else 30
     share = (budget_s * WARM_SHARE, budget_s * (1 - WARM_SHARE)) if budget_s else (None, None)

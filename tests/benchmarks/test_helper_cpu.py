@@ -4,6 +4,7 @@ processes: a busy one named as the job's supervisor, an idle one as a spare."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -55,6 +56,9 @@ def test_the_sampler_counts_the_supervisor_and_the_spares_not_itself(tmp_path):
         (spares / "torn.json").write_text("{")  # a record being written: skipped
         with helper_cpu.Sampler(job, spares, period=0.02) as sampler:
             start = time.time()
+            # its wake-ups wait for a free core: it never preempts what it measures
+            tid = sampler._thread.native_id
+            assert tid is not None and os.sched_getscheduler(tid) == os.SCHED_BATCH
             busy.wait(60)
             time.sleep(0.1)
             end = time.time()
