@@ -16,6 +16,7 @@ import pytest
 
 from benchmarks import runner
 from benchmarks.table import COLUMNS, render_markdown
+from jupyter_ddl.backends.local import warm
 
 #: passed as the module's own ``budget_s`` (a module stops repeating early near it):
 #: large enough never to cut a quick run short
@@ -31,9 +32,14 @@ def test_benchmark_module_runs_and_yields_rows(name, tmp_path):
     cmd += ["--result", str(result), "--repeats", "1", "--quick", "--budget", str(NO_BUDGET_S)]
     env = dict(os.environ, JUPYTER_DDL_DATA_DIR=str(tmp_path / "data"))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(runner.ROOT), env.get("PYTHONPATH")]))
-    r = subprocess.run(
-        cmd, cwd=runner.ROOT, env=env, capture_output=True, text=True, start_new_session=True
-    )
+    try:
+        r = subprocess.run(
+            cmd, cwd=runner.ROOT, env=env, capture_output=True, text=True, start_new_session=True
+        )
+    finally:
+        # a module whose jobs used this data dir leaves its spare waiting
+        # local_warm_seconds for the next job, as a user's would: none comes here
+        warm.stop_spares(warm.warm_dir(tmp_path / "data"))
     assert result.exists(), f"exit {r.returncode}: {(r.stdout + r.stderr)[-3000:]}"
     payload = json.loads(result.read_text())
     assert "error" not in payload, payload["error"]
