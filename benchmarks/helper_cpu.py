@@ -22,6 +22,8 @@ import time
 from bisect import bisect_left
 from pathlib import Path
 
+from jupyter_ddl.backends.local.pump import background_thread
+
 __all__ = ["KINDS", "Sampler", "cpu_seconds", "held_speed", "interpolate"]
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -122,10 +124,7 @@ class Sampler:
         # the spares' parsed each time, cost the product's runs ~1 % that the by-hand
         # runs, with fewer processes to read, did not pay), and as a batch thread its
         # wake-ups wait for a free core instead of preempting a rank.
-        try:
-            os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))  # this thread
-        except (AttributeError, OSError):
-            pass
+        background_thread()
         while not self._stop.is_set():
             self._sample()
             self._stop.wait(self.period)
